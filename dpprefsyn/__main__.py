@@ -1,0 +1,3 @@
+from dpprefsyn.cli import app
+
+app(prog_name="dpprefsyn")

@@ -1,0 +1,15 @@
+"""DP estimators, scikit-learn style: each one checks the ledger, releases, then spends."""
+
+from dpprefsyn.dp.cluster import DiffprivlibKMeans, DPSphericalKMeans
+from dpprefsyn.dp.histogram import DPHistogram
+from dpprefsyn.dp.pca import DPPCA
+from dpprefsyn.dp.reward import DPMeanReward, DPSGDReward
+
+__all__ = [
+    "DPHistogram",
+    "DPMeanReward",
+    "DPPCA",
+    "DPSGDReward",
+    "DPSphericalKMeans",
+    "DiffprivlibKMeans",
+]

@@ -1,0 +1,13 @@
+"""Accountants: epsilon of a mechanism or a composition, and noise calibration.
+
+``prv`` wraps Microsoft's PRV accountant (Gopi, Lee and Wutschitz 2021), which the rest of the
+package uses for DP-SGD; ``analysis`` holds the closed-form Gaussian math.
+"""
+
+from dpprefsyn.privacy.accountants.prv import (
+    calibrate_subsampled_gaussian,
+    prv_epsilon,
+    subsampled_gaussian_epsilon,
+)
+
+__all__ = ["calibrate_subsampled_gaussian", "prv_epsilon", "subsampled_gaussian_epsilon"]

@@ -1,0 +1,34 @@
+"""Projections fitted on public data: they cost no privacy budget."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def public_projection(public_differences: np.ndarray, n_components: int) -> np.ndarray:
+    """Top uncentred principal directions of public response differences, ``(p, d)``.
+
+    Rows are unit-normalised first, as the private rows are, so long answers do not dominate.
+    Uncentred, because rewards are linear and compare two responses to one prompt.
+    """
+    X = np.asarray(public_differences, dtype=np.float64)
+    if X.ndim != 2 or len(X) < n_components:
+        raise ValueError(
+            f"need at least {n_components} public difference vectors, got shape {X.shape}"
+        )
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    X = X[norms[:, 0] > 0] / norms[norms[:, 0] > 0]
+    _, _, vt = np.linalg.svd(X, full_matrices=False)
+    return vt[:n_components]
+
+
+def candidate_differences(embeddings: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """All within-prompt differences of candidate embeddings (one group id per candidate)."""
+    embeddings = np.asarray(embeddings, dtype=np.float64)
+    groups = np.asarray(groups)
+    out = []
+    for g in np.unique(groups):
+        idx = np.flatnonzero(groups == g)
+        i, j = np.triu_indices(len(idx), k=1)
+        out.append(embeddings[idx[i]] - embeddings[idx[j]])
+    return np.concatenate(out) if out else np.empty((0, embeddings.shape[1]))
