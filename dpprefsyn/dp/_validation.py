@@ -19,7 +19,7 @@ def check_matrix(X: np.ndarray, name: str = "X") -> np.ndarray:
 
 
 def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
-    """Scale rows with L2 norm above ``bound`` down to it: a per-record map, so sensitivity holds."""
+    """Scale rows with L2 norm above ``bound`` down to it (per record, so sensitivity holds)."""
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     return X * np.minimum(1.0, bound / np.maximum(norms, 1e-300))
 
