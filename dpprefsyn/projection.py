@@ -20,15 +20,3 @@ def public_projection(public_differences: np.ndarray, n_components: int) -> np.n
     X = X[norms[:, 0] > 0] / norms[norms[:, 0] > 0]
     _, _, vt = np.linalg.svd(X, full_matrices=False)
     return vt[:n_components]
-
-
-def candidate_differences(embeddings: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """All within-prompt differences of candidate embeddings (one group id per candidate)."""
-    embeddings = np.asarray(embeddings, dtype=np.float64)
-    groups = np.asarray(groups)
-    out = []
-    for g in np.unique(groups):
-        idx = np.flatnonzero(groups == g)
-        i, j = np.triu_indices(len(idx), k=1)
-        out.append(embeddings[idx[i]] - embeddings[idx[j]])
-    return np.concatenate(out) if out else np.empty((0, embeddings.shape[1]))

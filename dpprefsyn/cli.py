@@ -1,0 +1,145 @@
+"""Command line: each command loads its inputs, calls one library function, prints the ledger.
+
+Heavy imports (torch, sentence-transformers) happen inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code)
+
+
+def _fit_config(config: Path | None, preset: str, overrides: dict):
+    from dpprefsyn.private import FitConfig
+
+    fields = yaml.safe_load(config.read_text()) if config else {}
+    if not isinstance(fields, dict):
+        raise _fail(f"{config}: expected a mapping of FitConfig fields")
+    fields.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return FitConfig.paper(**fields) if preset == "paper" else FitConfig(**fields)
+    except TypeError as err:
+        raise _fail(f"config: {err}") from None
+    except ValueError as err:
+        raise _fail(f"config: {err}") from None
+
+
+def _print_report(report: dict) -> None:
+    total = report["total"]
+    typer.echo(f"privacy: epsilon={total['epsilon']:.4g} delta={total['delta']:.3g}")
+    typer.echo(f"neighbouring relation: {report['neighbouring_relation']}")
+    for r in report["releases"]:
+        extra = f" mu={r['mu']:.4g}" if r["mechanism"] == "gaussian" else ""
+        typer.echo(f"  {r['stage']:<10} {r['mechanism']:<20} eps={r['epsilon']:.4g}{extra}")
+
+
+@app.command()
+def fit(
+    private: Annotated[str, typer.Option(help="Private preference data: path or hub name.")],
+    out: Annotated[Path, typer.Option(help="Directory for the preference model.")],
+    epsilon: Annotated[float | None, typer.Option(help="Total privacy budget.")] = None,
+    delta: Annotated[float | None, typer.Option(help="Total delta (default 1/n~).")] = None,
+    format: Annotated[str, typer.Option(help="Input format, or auto.")] = "auto",
+    split: Annotated[str | None, typer.Option(help="Split of a hub dataset.")] = None,
+    public_pool: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Public candidate files (JSON/JSONL prompt+response) for a free projection."
+        ),
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML with FitConfig fields.")] = None,
+    preset: Annotated[str, typer.Option(help="default or paper.")] = "default",
+    on_error: Annotated[str, typer.Option(help="raise or drop malformed records.")] = "raise",
+    cache_dir: Annotated[Path | None, typer.Option(help="Embedding cache (private!).")] = None,
+    insecure_seed: Annotated[int | None, typer.Option(help="Fix the noise (tests only).")] = None,
+) -> None:
+    """Fit the private preference model (the only command that reads private records)."""
+    from dpprefsyn.embedding import Embedder
+    from dpprefsyn.errors import BudgetError, DataError
+    from dpprefsyn.loaders import load_preferences
+    from dpprefsyn.private import fit_preference_model
+
+    cfg = _fit_config(
+        config, preset, {"epsilon": epsilon, "delta": delta, "insecure_seed": insecure_seed}
+    )
+    try:
+        data = load_preferences(private, format=format, on_error=on_error, split=split)
+    except (DataError, FileNotFoundError, ValueError) as err:
+        raise _fail(str(err)) from None
+    typer.echo(f"loaded {len(data)} private pairs ({data.format}); dropped {data.dropped or 0}")
+    embedder = Embedder(cfg.embedding_model, max_seq_length=cfg.max_seq_length, cache_dir=cache_dir)
+    public_differences = None
+    if public_pool:
+        public_differences = _public_differences(public_pool, embedder, cfg.template)
+    try:
+        model = fit_preference_model(
+            data, cfg, embedder=embedder, public_differences=public_differences
+        )
+    except (BudgetError, ValueError) as err:
+        raise _fail(str(err)) from None
+    model.save(out)
+    _print_report(model.privacy_report)
+    typer.echo(f"preference model written to {out}")
+
+
+def _public_differences(paths: list[Path], embedder, template: str):
+    from dpprefsyn.public_pool import pool_differences, read_candidate_pool
+    from dpprefsyn.templates import get_template
+
+    prompts, responses = read_candidate_pool(paths)
+    emb = embedder.encode_pairs(prompts, responses, get_template(template))
+    return pool_differences(emb, prompts)
+
+
+@app.command("eval-reward")
+def eval_reward(
+    model: Annotated[Path, typer.Option(help="Preference model directory.")],
+    pairs: Annotated[str, typer.Option(help="Held-out preference pairs: path or hub name.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the result here.")] = None,
+    format: Annotated[str, typer.Option(help="Input format, or auto.")] = "auto",
+    split: Annotated[str | None, typer.Option(help="Split of a hub dataset.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Embedding cache.")] = None,
+) -> None:
+    """Label-blind accuracy of the model's rewards on held-out pairs (ties count one half)."""
+    from dpprefsyn.artifact import PreferenceModel
+    from dpprefsyn.embedding import Embedder
+    from dpprefsyn.errors import DataError
+    from dpprefsyn.evaluation import label_blind_accuracy
+    from dpprefsyn.loaders import load_preferences
+    from dpprefsyn.templates import get_template
+
+    try:
+        pm = PreferenceModel.load(model)
+        data = load_preferences(pairs, format=format, split=split)
+    except (DataError, FileNotFoundError, ValueError) as err:
+        raise _fail(str(err)) from None
+    info = pm.embedder
+    embedder = Embedder(
+        info.get("embedding_model"), max_seq_length=info.get("max_seq_length"), cache_dir=cache_dir
+    )
+    template = get_template(info.get("template", "dialogue"))
+    t = data.table
+    prompts = t["prompt"].to_list()
+    chosen = embedder.encode_pairs(prompts, t["chosen"].to_list(), template)
+    rejected = embedder.encode_pairs(prompts, t["rejected"].to_list(), template)
+    result = label_blind_accuracy(pm, chosen, rejected).to_dict()
+    typer.echo(json.dumps(result))
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
+@app.callback()
+def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
