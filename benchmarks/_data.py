@@ -24,7 +24,14 @@ PRIVATE_SETS = {
     "oasst": SHARED / "oasst/en_100_tree.jsonl",
     "pandalm": SHARED / "pandalm/testset-v1.json",
 }
-POOL_MODELS = ("gpt4", "claude", "alpaca-7b", "vicuna-7b", "falcon-7b-instruct", "llama-2-7b-chat-hf")
+POOL_MODELS = (
+    "gpt4",
+    "claude",
+    "alpaca-7b",
+    "vicuna-7b",
+    "falcon-7b-instruct",
+    "llama-2-7b-chat-hf",
+)
 
 
 def embedder(model: str | None = None, max_seq_length: int = 256) -> Embedder:
@@ -53,16 +60,18 @@ def public_pool(emb: Embedder, n_prompts: int = 300, template: str = "dialogue")
         path = SHARED / "alpaca-eval/results" / model / "model_outputs.json"
         outputs[model] = json.loads(path.read_text())
     first = outputs[POOL_MODELS[0]]
-    keep = [
-        r["instruction"]
-        for r in first
-        if r.get("dataset") not in ("helpful_base", "oasst")
-    ][:n_prompts]
+    keep = [r["instruction"] for r in first if r.get("dataset") not in ("helpful_base", "oasst")][
+        :n_prompts
+    ]
     keep_set = set(keep)
     prompts, responses = [], []
     for recs in outputs.values():
         for r in recs:
-            if r["instruction"] in keep_set and isinstance(r.get("output"), str) and r["output"].strip():
+            if (
+                r["instruction"] in keep_set
+                and isinstance(r.get("output"), str)
+                and r["output"].strip()
+            ):
                 prompts.append(r["instruction"])
                 responses.append(r["output"])
     e = emb.encode_pairs(prompts, responses, get_template(template))

@@ -62,7 +62,16 @@ def main() -> None:
     print("|---|---|---|")
     for label in CONFIGS:
         out = subprocess.run(
-            [sys.executable, __file__, "--n", str(args.n), "--dim", str(args.dim), "--child", label],
+            [
+                sys.executable,
+                __file__,
+                "--n",
+                str(args.n),
+                "--dim",
+                str(args.dim),
+                "--child",
+                label,
+            ],
             capture_output=True,
             text=True,
             check=True,

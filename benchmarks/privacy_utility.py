@@ -72,10 +72,16 @@ def run(datasets, epsilons, seeds, configs) -> dict:
             for label, overrides in configs.items():
                 for eps in epsilons:
                     kw = dict(epsilon=eps, insecure_seed=1000 * seed + int(eps * 10))
-                    cfg = FitConfig.paper(**kw) if overrides == "paper" else FitConfig(**kw, **overrides)
+                    cfg = (
+                        FitConfig.paper(**kw)
+                        if overrides == "paper"
+                        else FitConfig(**kw, **overrides)
+                    )
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        model = fit_from_embeddings(ch[train], rj[train], cfg, public_differences=pool)
+                        model = fit_from_embeddings(
+                            ch[train], rj[train], cfg, public_differences=pool
+                        )
                     acc = label_blind_accuracy(model, ch[test], rj[test]).accuracy
                     rows.setdefault(label, {}).setdefault(str(eps), []).append(acc)
             print(f"  seed {seed} done ({time.time() - t0:.0f}s)", flush=True)
@@ -94,12 +100,12 @@ def to_markdown(results: dict, epsilons) -> str:
     lines = []
     for name, res in results.items():
         lines += [f"\n**{name}** ({res['n_pairs']} pairs)\n"]
-        lines.append("| configuration | " + " | ".join(f"eps={c}" for c in cols) + " | non-private |")
+        lines.append(
+            "| configuration | " + " | ".join(f"eps={c}" for c in cols) + " | non-private |"
+        )
         lines.append("|---" * (len(cols) + 2) + "|")
         for label, cells in res["rows"].items():
-            vals = [
-                f"{cells[c][0]:.3f} ± {cells[c][1]:.3f}" if c in cells else "" for c in cols
-            ]
+            vals = [f"{cells[c][0]:.3f} ± {cells[c][1]:.3f}" if c in cells else "" for c in cols]
             inf = f"{cells['inf'][0]:.3f} ± {cells['inf'][1]:.3f}" if "inf" in cells else ""
             lines.append(f"| {label} | " + " | ".join(vals) + f" | {inf} |")
     return "\n".join(lines)
