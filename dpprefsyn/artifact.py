@@ -33,7 +33,12 @@ class PreferenceModel:
     thetas : ndarray of shape (K, p)
     cluster_weights : ndarray of shape (K,)
         Noisy cluster probabilities; zero for dropped clusters.
-    centers : ndarray of shape (K, p) or None
+    centers : ndarray of shape (K, p) or (K, d_x), or None
+        Cluster centres: in preference space, or in prompt-embedding space when routing is
+        ``"prompt"``.
+    routing : {"sample", "prompt"}
+        How a prompt gets its cluster at synthesis: drawn from ``cluster_weights`` (the
+        method), or the nearest centre to the prompt's embedding among kept clusters.
     embedder : dict
         How psi was made: model, max_seq_length, template; synthesis must embed the same way.
     config, privacy_report, versions : dict
@@ -44,6 +49,7 @@ class PreferenceModel:
     cluster_weights: np.ndarray
     embedder: dict[str, Any]
     centers: np.ndarray | None = None
+    routing: str = "sample"
     config: dict[str, Any] = field(default_factory=dict)
     privacy_report: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
@@ -54,6 +60,10 @@ class PreferenceModel:
             raise ValueError("thetas must be (n_clusters, n_components)")
         if not np.isclose(self.cluster_weights.sum(), 1.0):
             raise ValueError("cluster_weights must sum to 1")
+        if self.routing not in ("sample", "prompt"):
+            raise ValueError(f"routing must be 'sample' or 'prompt', got {self.routing!r}")
+        if self.routing == "prompt" and self.centers is None:
+            raise ValueError("prompt routing needs cluster centres")
 
     @property
     def n_clusters(self) -> int:
@@ -78,6 +88,15 @@ class PreferenceModel:
             )
         return psi @ self.reward_directions.T
 
+    def route(self, prompt_embeddings: np.ndarray) -> np.ndarray:
+        """Cluster of each prompt under prompt routing: the nearest kept centre (cosine)."""
+        if self.routing != "prompt":
+            raise ValueError("this model draws clusters from its weights; it has no routing")
+        x = np.asarray(prompt_embeddings, dtype=np.float64)
+        sims = x @ self.centers.T
+        sims[:, self.cluster_weights == 0] = -np.inf
+        return sims.argmax(axis=1)
+
     def mean_reward(self, psi: np.ndarray) -> np.ndarray:
         """Mean of the kept clusters' rewards (the PPO reward of the method)."""
         return self.scores(psi)[:, self.kept_clusters].mean(axis=1)
@@ -99,7 +118,12 @@ class PreferenceModel:
         if self.centers is not None:
             arrays["centers"] = self.centers
         np.savez(out / ARRAYS_FILE, **arrays)
-        meta = {"embedder": self.embedder, "config": self.config, "versions": self.versions}
+        meta = {
+            "embedder": self.embedder,
+            "routing": self.routing,
+            "config": self.config,
+            "versions": self.versions,
+        }
         (out / META_FILE).write_text(json.dumps(meta, indent=2, default=str))
         (out / REPORT_FILE).write_text(json.dumps(self.privacy_report, indent=2, default=str))
         return out
@@ -118,6 +142,7 @@ class PreferenceModel:
             thetas=data["thetas"],
             cluster_weights=data["cluster_weights"],
             centers=data.get("centers"),
+            routing=meta.get("routing", "sample"),
             embedder=meta["embedder"],
             config=meta["config"],
             versions=meta["versions"],

@@ -25,15 +25,27 @@ class RewardAccuracy:
 
 
 def label_blind_accuracy(
-    model: PreferenceModel, chosen: np.ndarray, rejected: np.ndarray, *, tol: float = 1e-12
+    model: PreferenceModel,
+    chosen: np.ndarray,
+    rejected: np.ndarray,
+    *,
+    prompts: np.ndarray | None = None,
+    tol: float = 1e-12,
 ) -> RewardAccuracy:
     """Accuracy on embedded held-out pairs; a tie counts one half.
 
-    ``ties`` counts pairs whose score difference is zero under every kept cluster.
+    Clusters are weighted by the noisy probabilities, or, for a prompt-routed model, the
+    cluster is the one its ``prompts`` embedding is routed to. ``ties`` counts pairs whose
+    score difference is zero under every cluster that counts.
     """
     margin = model.scores(chosen) - model.scores(rejected)  # (n, K)
     correct = np.where(np.abs(margin) <= tol, 0.5, (margin > 0).astype(float))
-    per_pair = correct @ model.cluster_weights
-    kept = model.kept_clusters
-    ties = int((np.abs(margin[:, kept]) <= tol).all(axis=1).sum())
+    if model.routing == "prompt":
+        if prompts is None:
+            raise ValueError("a prompt-routed model needs the prompts' embeddings")
+        weights = np.eye(model.n_clusters)[model.route(prompts)]
+    else:
+        weights = np.broadcast_to(model.cluster_weights, margin.shape)
+    per_pair = (correct * weights).sum(axis=1)
+    ties = int(((np.abs(margin) <= tol) | (weights == 0)).all(axis=1).sum())
     return RewardAccuracy(accuracy=float(per_pair.mean()), n=len(per_pair), ties=ties)

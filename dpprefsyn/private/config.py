@@ -31,8 +31,13 @@ class FitConfig:
         ``"none"`` learns one reward (K=1); ``"spherical"`` is our Gaussian spherical k-means;
         ``"diffprivlib"`` is the research code's DP k-means with per-feature ``kmeans_bounds``.
     n_clusters : int, default=5
+    cluster_on : {"difference", "prompt"}, default="difference"
+        What is clustered. ``"difference"`` is the method's (preference vectors; synthesis then
+        draws a cluster per prompt from the noisy histogram). ``"prompt"`` clusters the prompt
+        embeddings, so a public prompt is routed to the cluster of its nearest centre: a
+        label-blind rule that lets rewards differ between topics.
     sign_invariant : bool, default=True
-        Cluster axes, not directions (only for ``"spherical"``).
+        Cluster axes, not directions (only for ``"spherical"`` on differences).
     kmeans_iters : int, default=5
     kmeans_bounds : tuple of float, default=(-0.5, 0.5)
     min_cluster_fraction : float or None, default=None
@@ -58,6 +63,7 @@ class FitConfig:
     n_components: int = 20
     clustering: Literal["none", "spherical", "diffprivlib"] = "none"
     n_clusters: int = 5
+    cluster_on: Literal["difference", "prompt"] = "difference"
     sign_invariant: bool = True
     kmeans_iters: int = 5
     kmeans_bounds: tuple[float, float] = (-0.5, 0.5)
@@ -85,6 +91,7 @@ class FitConfig:
             ("projection", PROJECTIONS),
             ("clustering", CLUSTERINGS),
             ("reward", REWARDS),
+            ("cluster_on", ("difference", "prompt")),
         ):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")

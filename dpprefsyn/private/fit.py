@@ -71,6 +71,7 @@ def fit_from_embeddings(
     config: FitConfig | None = None,
     *,
     public_differences: np.ndarray | None = None,
+    prompts: np.ndarray | None = None,
     embedder_info: dict | None = None,
 ) -> PreferenceModel:
     """Fit the DP preference model from embedded private pairs.
@@ -82,6 +83,8 @@ def fit_from_embeddings(
     config : FitConfig or None
     public_differences : ndarray of shape (m, d) or None
         Differences of *public* candidate embeddings for ``projection="public"``.
+    prompts : ndarray of shape (n, d_x) or None
+        Prompt embeddings, needed when ``cluster_on="prompt"``.
     embedder_info : dict or None
         How the embeddings were made, stored so synthesis embeds the same way.
 
@@ -159,15 +162,22 @@ def fit_from_embeddings(
 
     k = cfg.k
     centers = None
+    routing = "sample"
+    cluster_input = z
+    if cfg.clustering != "none" and cfg.cluster_on == "prompt":
+        if prompts is None or len(prompts) != n:
+            raise ValueError("cluster_on='prompt' needs one prompt embedding per record")
+        cluster_input = normalize_rows(np.asarray(prompts, dtype=np.float64))
+        routing = "prompt"
     if cfg.clustering == "spherical":
         km = DPSphericalKMeans(
             k,
             **gaussian_budget("cluster"),
             n_iter=cfg.kmeans_iters,
-            sign_invariant=cfg.sign_invariant,
+            sign_invariant=cfg.sign_invariant and routing == "sample",
             random_state=rng,
             ledger=ledger,
-        ).fit(z)
+        ).fit(cluster_input)
         labels, centers = km.labels_, km.cluster_centers_
     elif cfg.clustering == "diffprivlib":
         km = DiffprivlibKMeans(
@@ -176,7 +186,7 @@ def fit_from_embeddings(
             bounds=cfg.kmeans_bounds,
             random_state=int(rng.integers(2**31)),
             ledger=ledger,
-        ).fit(z)
+        ).fit(cluster_input)
         labels, centers = km.labels_, km.cluster_centers_
     else:
         labels = np.zeros(n, dtype=np.int64)
@@ -238,6 +248,7 @@ def fit_from_embeddings(
         thetas=thetas,
         cluster_weights=weights,
         centers=centers,
+        routing=routing,
         embedder=embedder_info or {},
         config={**cfg.to_dict(), "projection_used": projection},
         privacy_report=report,
