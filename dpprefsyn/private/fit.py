@@ -275,6 +275,7 @@ def fit_preference_model(
     prompts = table["prompt"].to_list()
     chosen = embedder.encode_pairs(prompts, table["chosen"].to_list(), template)
     rejected = embedder.encode_pairs(prompts, table["rejected"].to_list(), template)
+    prompt_embeddings = embedder.encode(prompts) if cfg.cluster_on == "prompt" else None
     info = {
         "model": embedder.model_id,
         "max_seq_length": cfg.max_seq_length,
@@ -282,5 +283,10 @@ def fit_preference_model(
         "embedding_model": cfg.embedding_model,
     }
     return fit_from_embeddings(
-        chosen, rejected, cfg, public_differences=public_differences, embedder_info=info
+        chosen,
+        rejected,
+        cfg,
+        public_differences=public_differences,
+        prompts=prompt_embeddings,
+        embedder_info=info,
     )
