@@ -39,14 +39,14 @@ def embedder(model: str | None = None, max_seq_length: int = 256) -> Embedder:
 
 
 def private_pairs(name: str, emb: Embedder, template: str = "dialogue"):
-    """Return (prompts, chosen embeddings, rejected embeddings) of a real preference set."""
+    """Return (prompts, prompt embeddings, chosen, rejected embeddings) of a real set."""
     data = load_preferences(PRIVATE_SETS[name], on_error="drop")
     t = data.table
     prompts = t["prompt"].to_list()
     tpl = get_template(template)
     ch = emb.encode_pairs(prompts, t["chosen"].to_list(), tpl)
     rj = emb.encode_pairs(prompts, t["rejected"].to_list(), tpl)
-    return np.asarray(prompts), ch, rj
+    return np.asarray(prompts), emb.encode(prompts), ch, rj
 
 
 def public_pool(emb: Embedder, n_prompts: int = 300, template: str = "dialogue") -> np.ndarray:

@@ -32,6 +32,7 @@ CONFIGS = {
     "DP-PCA, K=1, DP mean": dict(projection="dp-pca"),
     "public PCA, K=5 sign-invariant k-means, DP mean": dict(clustering="spherical"),
     "public PCA, K=5 signed k-means, DP mean": dict(clustering="spherical", sign_invariant=False),
+    "public PCA, K=5 prompt clusters (routed)": dict(clustering="spherical", cluster_on="prompt"),
     "public PCA, K=1, DP-SGD": dict(reward="dp-sgd"),
     "paper: DP-PCA, diffprivlib K=5 (+-0.5), DP-SGD": "paper",
 }
@@ -56,7 +57,7 @@ def run(datasets, epsilons, seeds, configs) -> dict:
     results = {}
     for name in datasets:
         t0 = time.time()
-        prompts, ch, rj = private_pairs(name, emb)
+        prompts, px, ch, rj = private_pairs(name, emb)
         print(f"{name}: {len(prompts)} pairs embedded ({time.time() - t0:.0f}s)", flush=True)
         rows: dict[str, dict[str, list[float]]] = {}
         for seed in range(seeds):
@@ -80,9 +81,10 @@ def run(datasets, epsilons, seeds, configs) -> dict:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         model = fit_from_embeddings(
-                            ch[train], rj[train], cfg, public_differences=pool
+                            ch[train], rj[train], cfg, public_differences=pool, prompts=px[train]
                         )
-                    acc = label_blind_accuracy(model, ch[test], rj[test]).accuracy
+                    acc = label_blind_accuracy(model, ch[test], rj[test], prompts=px[test])
+                    acc = acc.accuracy
                     rows.setdefault(label, {}).setdefault(str(eps), []).append(acc)
             print(f"  seed {seed} done ({time.time() - t0:.0f}s)", flush=True)
         results[name] = {
