@@ -1,0 +1,1 @@
+"""Batch pipelines: the runner (``python -m pipelines.run``), its configs and the demo data."""
