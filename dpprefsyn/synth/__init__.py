@@ -1,0 +1,1 @@
+"""Synthesis: public prompts -> candidates -> private-model scoring -> preference pairs (post-processing only)."""  # noqa: E501
