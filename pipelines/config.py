@@ -71,6 +71,11 @@ class PipelineConfig(Section):
         Path(".dpprefsyn"),
         description="Owner-side state: budget logs, fingerprint key, private embedding cache.",
     )
+    embedding_cache: Path | None = Field(
+        None,
+        description="Embedding cache (vectors keyed by text hashes, no text); it holds vectors "
+        "of private texts, so it stays with the owner. Default: state_dir/embeddings.",
+    )
     private: PrivateSource
     fit: dict[str, Any] = Field(default_factory=dict, description="FitConfig fields.")
     budget: Budget = Field(default_factory=Budget)
@@ -95,6 +100,10 @@ class PipelineConfig(Section):
         if not value:
             raise ValueError("at least one public prompt source is needed")
         return value
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.embedding_cache or self.state_dir / "embeddings"
 
     def fit_config(self) -> FitConfig:
         return FitConfig(**self.fit)

@@ -39,28 +39,67 @@ GROUPS = {
 }
 SUBJECTS = {
     "health": [
-        "a persistent headache", "trouble sleeping", "lower back pain", "a sore throat",
-        "high blood pressure", "seasonal allergies", "a sprained ankle", "heartburn after meals",
-        "feeling tired all day", "a skin rash", "knee pain when running", "frequent migraines",
-        "a cough that lingers", "dizziness when standing", "an upset stomach", "dry eyes",
+        "a persistent headache",
+        "trouble sleeping",
+        "lower back pain",
+        "a sore throat",
+        "high blood pressure",
+        "seasonal allergies",
+        "a sprained ankle",
+        "heartburn after meals",
+        "feeling tired all day",
+        "a skin rash",
+        "knee pain when running",
+        "frequent migraines",
+        "a cough that lingers",
+        "dizziness when standing",
+        "an upset stomach",
+        "dry eyes",
     ],
     "business": [
-        "a quarterly budget", "a vendor contract", "hiring a first employee", "a pricing model",
-        "a board presentation", "cash-flow planning", "an invoice dispute", "a sales forecast",
-        "a product launch plan", "a performance review", "a partnership proposal",
-        "cutting operating costs", "a market entry strategy", "a team restructuring",
-        "a client escalation", "a funding pitch",
+        "a quarterly budget",
+        "a vendor contract",
+        "hiring a first employee",
+        "a pricing model",
+        "a board presentation",
+        "cash-flow planning",
+        "an invoice dispute",
+        "a sales forecast",
+        "a product launch plan",
+        "a performance review",
+        "a partnership proposal",
+        "cutting operating costs",
+        "a market entry strategy",
+        "a team restructuring",
+        "a client escalation",
+        "a funding pitch",
     ],
     "casual": [
-        "a weekend hike", "a birthday party", "a new video game", "a movie night",
-        "a road trip playlist", "a backyard barbecue", "a board game evening", "a beach day",
-        "a pizza topping debate", "a camping trip", "a karaoke night", "a picnic in the park",
-        "a new puppy", "a concert ticket", "a cooking experiment", "a lazy Sunday",
+        "a weekend hike",
+        "a birthday party",
+        "a new video game",
+        "a movie night",
+        "a road trip playlist",
+        "a backyard barbecue",
+        "a board game evening",
+        "a beach day",
+        "a pizza topping debate",
+        "a camping trip",
+        "a karaoke night",
+        "a picnic in the park",
+        "a new puppy",
+        "a concert ticket",
+        "a cooking experiment",
+        "a lazy Sunday",
     ],
 }
 ASKS = [
-    "What should I do about {s}?", "Can you help me with {s}?", "Any advice on {s}?",
-    "How do I handle {s}?", "I need tips for {s}.", "What's the best approach to {s}?",
+    "What should I do about {s}?",
+    "Can you help me with {s}?",
+    "Any advice on {s}?",
+    "How do I handle {s}?",
+    "I need tips for {s}.",
+    "What's the best approach to {s}?",
 ]
 
 
@@ -131,12 +170,13 @@ def make(out: Path, n_private: int, seed: int) -> dict[str, int]:
                 public_prompts.append({"prompt_id": pid, "prompt": prompt})
                 truth_prompts[pid] = g
                 for s_idx, style in enumerate(all_styles):
+                    bits = "".join(str(int(v > 0)) for v in style.values())
                     candidates.append(
                         {
                             "prompt_id": pid,
                             "prompt": prompt,
                             "response": response(subject, style, rng),
-                            "generator": "style-" + "".join(str(int(v > 0)) for v in style.values()),
+                            "generator": f"style-{bits}",
                             "style_index": s_idx,
                         }
                     )

@@ -142,11 +142,11 @@ def read_candidates(generated: StepResult) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def _embedder(cfg: PipelineConfig, cache: Path):
+def _embedder(cfg: PipelineConfig):
     from dpprefsyn.embedding import Embedder
 
     fit = cfg.fit_config()
-    return Embedder(fit.embedding_model, max_seq_length=fit.max_seq_length, cache_dir=cache)
+    return Embedder(fit.embedding_model, max_seq_length=fit.max_seq_length, cache_dir=cfg.cache_dir)
 
 
 def step_embed(
@@ -171,7 +171,7 @@ def step_embed(
                 texts.append(text)
                 owners.append(row)
                 cprompts.append(prompt)
-        emb = _embedder(cfg, cfg.out_dir / ".cache" / "public-embeddings")
+        emb = _embedder(cfg)
         vecs = emb.encode_pairs(cprompts, texts, get_template(fit.template))
         np.save(folder / "candidates.npy", vecs.astype(np.float32))
         np.save(folder / "owners.npy", np.asarray(owners, dtype=np.int64))
@@ -215,14 +215,10 @@ def step_fit(cfg: PipelineConfig, runner: Runner, embedded: StepResult) -> StepR
                 vecs = np.load(embedded.path / "candidates.npy")
                 owners = np.load(embedded.path / "owners.npy")
                 public_diffs = pool_differences(vecs, owners.tolist())
-            emb = _embedder(cfg, cfg.state_dir / "private-embeddings")
-            model = fit_preference_model(
-                data, fit, embedder=emb, public_differences=public_diffs
-            )
+            emb = _embedder(cfg)
+            model = fit_preference_model(data, fit, embedder=emb, public_differences=public_diffs)
             total = model.privacy_report["total"]
-            store.record(
-                fingerprint, epsilon=total["epsilon"], delta=total["delta"], run=cfg.name
-            )
+            store.record(fingerprint, epsilon=total["epsilon"], delta=total["delta"], run=cfg.name)
         model.privacy_report["private_data_fingerprint"] = fingerprint
         model.save(folder / "model")
         return {

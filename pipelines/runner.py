@@ -42,9 +42,7 @@ class Runner:
         self.steps_dir = Path(out_dir) / ".steps"
         self.results: list[StepResult] = []
 
-    def run(
-        self, name: str, payload: Any, fn: Callable[[Path], dict[str, Any]]
-    ) -> StepResult:
+    def run(self, name: str, payload: Any, fn: Callable[[Path], dict[str, Any]]) -> StepResult:
         """Run ``fn(folder) -> info`` unless ``name`` already ran with this ``payload``."""
         sig = signature(payload)
         path = self.steps_dir / f"{name}-{sig}"
