@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/privacy_utility.py [--datasets hh-harmless oasst pandalm] [--seeds 5]
+    python -m benchmarks.privacy_utility [--datasets hh-harmless oasst pandalm] [--seeds 5]
         [--json benchmarks/results/privacy_utility.json]
 
 Each row is a configuration, each column an epsilon; cells are mean +- sd over seeds of a
