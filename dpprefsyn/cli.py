@@ -114,22 +114,16 @@ def eval_reward(
 ) -> None:
     """Label-blind accuracy of the model's rewards on held-out pairs (ties count one half)."""
     from dpprefsyn.artifact import PreferenceModel
-    from dpprefsyn.embedding import Embedder
     from dpprefsyn.errors import DataError
     from dpprefsyn.evaluation import label_blind_accuracy
     from dpprefsyn.loaders import load_preferences
-    from dpprefsyn.templates import get_template
 
     try:
         pm = PreferenceModel.load(model)
         data = load_preferences(pairs, format=format, split=split)
     except (DataError, FileNotFoundError, ValueError) as err:
         raise _fail(str(err)) from None
-    info = pm.embedder
-    embedder = Embedder(
-        info.get("embedding_model"), max_seq_length=info.get("max_seq_length"), cache_dir=cache_dir
-    )
-    template = get_template(info.get("template", "dialogue"))
+    embedder, template = _model_embedder(pm, cache_dir)
     t = data.table
     prompts = t["prompt"].to_list()
     chosen = embedder.encode_pairs(prompts, t["chosen"].to_list(), template)
@@ -138,6 +132,62 @@ def eval_reward(
     typer.echo(json.dumps(result))
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))
+
+
+def _model_embedder(pm, cache_dir: Path | None):
+    """The embedder and template a model was fitted with: scores are only valid with them."""
+    from dpprefsyn.embedding import Embedder
+    from dpprefsyn.templates import get_template
+
+    info = pm.embedder
+    embedder = Embedder(
+        info.get("embedding_model"), max_seq_length=info.get("max_seq_length"), cache_dir=cache_dir
+    )
+    return embedder, get_template(info.get("template", "dialogue"))
+
+
+@app.command()
+def rerank(
+    model: Annotated[Path, typer.Option(help="Preference model directory.")],
+    candidates: Annotated[
+        list[Path], typer.Option(help="Candidate files (AlpacaEval, MT-Bench, JSONL...).")
+    ],
+    out: Annotated[Path, typer.Option(help="JSONL of the best candidate per prompt.")],
+    scoring: Annotated[str, typer.Option(help="mixture, mean, routed or cluster.")] = "mixture",
+    cluster: Annotated[int | None, typer.Option(help="Cluster for scoring=cluster.")] = None,
+    n: Annotated[int, typer.Option(help="Candidates per prompt (best of N).")] = 16,
+    seed: Annotated[int, typer.Option(help="Subsample seed when a prompt has more.")] = 0,
+    cache_dir: Annotated[Path | None, typer.Option(help="Embedding cache.")] = None,
+) -> None:
+    """Best-of-N over public candidates with the private reward (spends no budget)."""
+    import numpy as np
+
+    from dpprefsyn.artifact import PreferenceModel
+    from dpprefsyn.errors import DataError
+    from dpprefsyn.rerank import best_of_n, reward_scores
+    from dpprefsyn.synth.backends import PoolBackend
+
+    try:
+        pm = PreferenceModel.load(model)
+        pool = PoolBackend([str(c) for c in candidates]).load()
+    except (DataError, FileNotFoundError, ValueError) as err:
+        raise _fail(str(err)) from None
+    prompts = pool.prompts_
+    cands = [[(c.text, c.generator) for c in cs] for cs in pool.generate(prompts, n=n, seed=seed)]
+    embedder, template = _model_embedder(pm, cache_dir)
+    flat_p = [p for p, cs in zip(prompts, cands, strict=True) for _ in cs]
+    flat_t = [t for cs in cands for t, _ in cs]
+    emb = embedder.encode_pairs(flat_p, flat_t, template)
+    prompt_emb = embedder.encode(flat_p) if scoring == "routed" else None
+    try:
+        s = reward_scores(pm, emb, scoring=scoring, cluster=cluster, prompt_embeddings=prompt_emb)
+    except ValueError as err:
+        raise _fail(str(err)) from None
+    splits = np.cumsum([len(cs) for cs in cands])[:-1]
+    table = best_of_n(prompts, cands, np.split(s, splits))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.write_ndjson(out)
+    typer.echo(f"best of {n} for {len(table)} prompts written to {out} (no privacy budget spent)")
 
 
 @app.callback()

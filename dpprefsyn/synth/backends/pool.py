@@ -255,6 +255,11 @@ class PoolBackend(CandidateBackend):
         self._loaded = True
         return self
 
+    @property
+    def prompts_(self) -> list[str]:
+        """Pooled prompts, in pool order (after :meth:`load`)."""
+        return list(self._pool)
+
     def _generate(self, prompts: list[str], n: int, seed: int) -> list[list[Candidate]]:
         out = []
         for prompt in prompts:
