@@ -76,7 +76,7 @@ def calibrate_subsampled_gaussian(
         hi += 1.0
         if hi > math.log(1e6):
             raise ValueError("no noise multiplier below 1e6 meets the target")
-    return math.exp(brentq(excess, lo, hi, rtol=rtol)) * (1 + rtol)
+    return math.exp(brentq(excess, lo, hi, xtol=rtol) + rtol)  # root lies within xtol
 
 
 def prv_epsilon(releases: Sequence[Release], delta: float) -> float:
