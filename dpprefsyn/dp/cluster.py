@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from dpprefsyn.dp._validation import check_budget, check_matrix, normalize_rows
+from dpprefsyn.errors import PrivacyLeakWarning
 from dpprefsyn.privacy import PrivacyLedger, Release
 from dpprefsyn.privacy.analysis import gaussian_mu
 
@@ -132,8 +134,9 @@ class DiffprivlibKMeans(ClusterMixin, BaseEstimator):
     ----------
     n_clusters : int, default=5
     epsilon : float
-    bounds : tuple of float, default=(-0.5, 0.5)
-        Per-feature bounds, public; the research configuration uses +/-0.5.
+    bounds : tuple of float or None, default=(-0.5, 0.5)
+        Per-feature bounds, public; the research configuration uses +/-0.5. ``None`` takes the
+        data's range, which leaks it: a :class:`PrivacyLeakWarning` is emitted.
     random_state : int or None
     ledger : PrivacyLedger or None
 
@@ -148,7 +151,7 @@ class DiffprivlibKMeans(ClusterMixin, BaseEstimator):
         n_clusters: int = 5,
         *,
         epsilon: float = 1.0,
-        bounds: tuple[float, float] = (-0.5, 0.5),
+        bounds: tuple[float, float] | None = (-0.5, 0.5),
         random_state: int | None = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -162,7 +165,18 @@ class DiffprivlibKMeans(ClusterMixin, BaseEstimator):
         from diffprivlib.models import KMeans
 
         X = check_matrix(X)
-        lo, hi = self.bounds
+        if self.bounds is None:
+            warnings.warn(
+                "bounds not set: using the data's range, which leaks it",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+            lo, hi = float(X.min()), float(X.max())
+        else:
+            lo, hi = self.bounds
+        if not lo < hi:
+            raise ValueError(f"bounds must satisfy lower < upper, got ({lo}, {hi})")
+        self.bounds_ = (lo, hi)
         release = Release(
             "cluster",
             "pure",

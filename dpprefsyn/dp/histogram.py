@@ -54,6 +54,8 @@ class DPHistogram(BaseEstimator):
     def fit(self, labels: np.ndarray, y: None = None) -> DPHistogram:
         labels = np.asarray(labels)
         check_budget(self.epsilon, self.delta, "DPHistogram")
+        if labels.size and not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
         if labels.ndim != 1 or (labels.size and (labels.min() < 0 or labels.max() >= self.n_bins)):
             raise ValueError(f"labels must be a 1-D array of integers in [0, {self.n_bins})")
         mu = gaussian_mu(self.epsilon, self.delta)

@@ -73,6 +73,8 @@ class DPPCA(TransformerMixin, BaseEstimator):
         if not 1 <= self.n_components <= d:
             raise ValueError(f"n_components must be in [1, {d}], got {self.n_components}")
         bound = self.row_norm_bound
+        if bound is not None and not bound > 0:
+            raise ValueError(f"row_norm_bound must be positive, got {bound}")
         if bound is None:
             warnings.warn(
                 "row_norm_bound not set: using the data's largest row norm, which leaks it",

@@ -7,6 +7,8 @@ trains all clusters at once and their releases compose in parallel.
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -78,6 +80,8 @@ class DPMeanReward(BaseEstimator):
     def fit(self, z: np.ndarray, groups: np.ndarray, noisy_counts: np.ndarray) -> DPMeanReward:
         z, groups, noisy_counts = _check_fit_inputs(z, groups, noisy_counts)
         check_budget(self.epsilon, self.delta, "DPMeanReward")
+        if not self.clip > 0:
+            raise ValueError(f"DPMeanReward: clip must be positive, got {self.clip}")
         mu = gaussian_mu(self.epsilon, self.delta)
         k, p = len(noisy_counts), z.shape[1]
         release = Release(
@@ -158,18 +162,25 @@ class DPSGDReward(BaseEstimator):
     def fit(self, z: np.ndarray, groups: np.ndarray, noisy_counts: np.ndarray) -> DPSGDReward:
         z, groups, noisy_counts = _check_fit_inputs(z, groups, noisy_counts)
         check_budget(self.epsilon, self.delta, "DPSGDReward")
+        for name in ("lr", "clip", "epochs"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"DPSGDReward: {name} must be positive")
+        if int(self.batch_size) != self.batch_size or self.batch_size < 1:
+            raise ValueError("DPSGDReward: batch_size must be a positive integer")
         sizes = np.maximum(noisy_counts, float(self.batch_size))
         rates = np.minimum(1.0, self.batch_size / sizes)
         steps = np.ceil(self.epochs / rates).astype(np.int64)
         plans = sorted({(float(q), int(t)) for q, t in zip(rates, steps, strict=True)})
         sigma = calibrate_subsampled_gaussian(self.epsilon, self.delta, plans)
+        # One parallel group per fit: its clusters are disjoint, but two fits are not.
+        group = f"reward-clusters-{uuid.uuid4().hex[:8]}"
         releases = [
             Release(
                 "reward",
                 "subsampled_gaussian",
                 epsilon=subsampled_gaussian_epsilon(sigma, float(q), int(t), self.delta),
                 delta=self.delta,
-                group="reward-clusters",
+                group=group,
                 params={
                     "estimator": "dp-sgd",
                     "cluster": int(c),

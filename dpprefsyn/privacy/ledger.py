@@ -63,8 +63,8 @@ class PrivacyLedger:
     # --- composition -------------------------------------------------------------------
 
     @staticmethod
-    def _compose(releases: list[Release], delta: float) -> tuple[float, float, float]:
-        """Return (epsilon, delta_gdp, mu) of ``releases`` at total ``delta``."""
+    def _costs(releases: list[Release]) -> tuple[float, float, float]:
+        """Return (GDP mu, epsilon of the rest, delta of the rest), parallel groups at their max."""
         by_group: dict[str | None, list[Release]] = defaultdict(list)
         for r in releases:
             by_group[r.group].append(r)
@@ -83,8 +83,13 @@ class PrivacyLedger:
             mu_sq += max(c[0] for c in costs)
             eps_other += max(c[1] for c in costs)
             delta_other += max(c[2] for c in costs)
+        return math.sqrt(mu_sq), eps_other, delta_other
+
+    @classmethod
+    def _compose(cls, releases: list[Release], delta: float) -> tuple[float, float, float]:
+        """Return (epsilon, delta_gdp, mu) of ``releases`` at total ``delta``."""
+        mu, eps_other, delta_other = cls._costs(releases)
         delta_gdp = delta - delta_other
-        mu = math.sqrt(mu_sq)
         if mu == 0:
             return eps_other, 0.0, 0.0
         if delta_gdp <= 0:
@@ -123,13 +128,7 @@ class PrivacyLedger:
         Used to plan noise before data are read: the result depends only on the budget and the
         releases already spent, never on private values.
         """
-        _, _, mu_spent = self._compose(self.history, self.delta)
-        eps_other = sum(
-            r.epsilon for r in self.history if r.mechanism != "gaussian" and r.group is None
-        )
-        delta_other = sum(
-            r.delta for r in self.history if r.mechanism != "gaussian" and r.group is None
-        )
+        mu_spent, eps_other, delta_other = self._costs(self.history)
         eps_left = self.epsilon - eps_other - reserve_epsilon
         delta_left = self.delta - delta_other - reserve_delta
         if eps_left <= 0 or delta_left <= 0:

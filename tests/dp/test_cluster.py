@@ -232,11 +232,6 @@ def test_diffprivlib_over_budget_raises_before_release(small) -> None:
     assert len(ledger) == 0 and not hasattr(km, "cluster_centers_")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="dp/cluster.py DiffprivlibKMeans.fit unpacks bounds=None ('lo, hi = self.bounds')",
-)
 def test_diffprivlib_missing_bounds_warns(small) -> None:
     """bounds=None should fall back with a PrivacyLeakWarning, as the other estimators do."""
     with warnings.catch_warnings(record=True) as caught:

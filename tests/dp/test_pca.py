@@ -91,7 +91,6 @@ def test_bad_data_rejected(X) -> None:
         DPPCA(1, row_norm_bound=1.0).fit(X)
 
 
-@pytest.mark.xfail(strict=True, reason="dp/pca.py does not validate row_norm_bound > 0")
 @pytest.mark.parametrize("bound", [0.0, -1.0])
 def test_non_positive_bound_rejected(data, bound) -> None:
     """A non-positive row_norm_bound is meaningless and should be an error."""

@@ -96,7 +96,6 @@ def test_mean_bad_params_rejected(data, kwargs, mangle) -> None:
         DPMeanReward(**kwargs).fit(z, groups, counts)
 
 
-@pytest.mark.xfail(strict=True, reason="dp/reward.py DPMeanReward does not validate clip > 0")
 def test_mean_zero_clip_rejected(data) -> None:
     """clip=0 releases nothing useful and should be an error, not a silent zero reward."""
     with pytest.raises(ValueError):
@@ -247,7 +246,8 @@ def test_sgd_ledger_spend_is_the_calibrated_epsilon(sgd_fit) -> None:
     """One release per cluster in a parallel group; the ledger pays the worst, <= epsilon."""
     est, _, ledger = sgd_fit
     assert len(ledger) == 2
-    assert {r.group for r in ledger.history} == {"reward-clusters"}
+    groups = {r.group for r in ledger.history}
+    assert len(groups) == 1 and next(iter(groups)).startswith("reward-clusters")
     assert all(r.mechanism == "subsampled_gaussian" for r in ledger.history)
     assert [r.params["cluster"] for r in ledger.history] == [0, 1]
     assert all(r.params["noise_multiplier"] == est.noise_multiplier_ for r in ledger.history)
@@ -315,12 +315,6 @@ def test_sgd_learns_planted_direction(sgd_fit) -> None:
     assert np.all(cosines(sgd_fit[0].coef_) > 0.8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dp/reward.py gives every DPSGDReward fit the same group 'reward-clusters', and "
-    "ledger.py charges a group its single most expensive release, so a second fit on the "
-    "same records with the same ledger is charged nothing",
-)
 def test_sgd_two_fits_on_one_ledger_both_pay(sgd_data) -> None:
     """Refitting on the same clusters is new spending: the ledger total must grow."""
     ledger = PrivacyLedger(epsilon=20.0, delta=1e-4)

@@ -205,11 +205,6 @@ def test_gaussian_mu_available_is_zero_when_budget_spent() -> None:
     assert fresh.gaussian_mu_available() == pytest.approx(gaussian_mu(1.0, DELTA))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ledger.py gaussian_mu_available ignores grouped (parallel) non-Gaussian releases "
-    "already spent, so it plans more mu than the budget allows",
-)
 def test_gaussian_mu_available_counts_grouped_pure_releases() -> None:
     """The planned mu must be spendable after a parallel group of pure/DP-SGD releases."""
     ledger = PrivacyLedger(epsilon=2.0, delta=1e-4)
