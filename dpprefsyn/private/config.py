@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 PROJECTIONS = ("dp-pca", "public", "none")
 CLUSTERINGS = ("none", "spherical", "diffprivlib")
-REWARDS = ("dp-mean", "dp-sgd")
+REWARDS = ("dp-newton", "dp-mean", "dp-sgd")
 
 
 @dataclass
@@ -43,7 +43,11 @@ class FitConfig:
     min_cluster_fraction : float or None, default=None
         Clusters whose noisy size is below this fraction of the noisy total are dropped;
         ``None`` means ``1 / (n_clusters + 4)``, as in the method.
-    reward : {"dp-mean", "dp-sgd"}, default="dp-mean"
+    reward : {"dp-newton", "dp-mean", "dp-sgd"}, default="dp-mean"
+        ``dp-newton``: one Newton step on noisy first and second moments; ``dp-mean``: the
+        noisy mean (isotropic Newton step); ``dp-sgd``: the method's DP-SGD.
+    ridge : float, default=0.01
+        Ridge of ``dp-newton``.
     lr, batch_size, epochs, clip : DP-SGD settings (defaults 0.1, 4, 4, 1.0).
     budget_split : dict
         Relative shares of the stages that run. Gaussian stages share GDP ``mu**2`` in these
@@ -68,7 +72,8 @@ class FitConfig:
     kmeans_iters: int = 5
     kmeans_bounds: tuple[float, float] = (-0.5, 0.5)
     min_cluster_fraction: float | None = None
-    reward: Literal["dp-mean", "dp-sgd"] = "dp-mean"
+    reward: Literal["dp-newton", "dp-mean", "dp-sgd"] = "dp-mean"
+    ridge: float = 0.01
     lr: float = 0.1
     batch_size: int = 4
     epochs: float = 4.0

@@ -16,6 +16,7 @@ from dpprefsyn.dp import (
     DiffprivlibKMeans,
     DPHistogram,
     DPMeanReward,
+    DPNewtonReward,
     DPSGDReward,
     DPSphericalKMeans,
 )
@@ -61,7 +62,7 @@ def _stage_kinds(cfg: FitConfig, projection: str) -> dict[str, str]:
         kinds["cluster"] = "gaussian"
     elif cfg.clustering == "diffprivlib":
         kinds["cluster"] = "pure"
-    kinds["reward"] = "gaussian" if cfg.reward == "dp-mean" else "sgd"
+    kinds["reward"] = "sgd" if cfg.reward == "dp-sgd" else "gaussian"
     return kinds
 
 
@@ -212,6 +213,14 @@ def fit_from_embeddings(
     if cfg.reward == "dp-mean":
         reward = DPMeanReward(
             **gaussian_budget("reward"), clip=cfg.clip, random_state=rng, ledger=ledger
+        )
+    elif cfg.reward == "dp-newton":
+        reward = DPNewtonReward(
+            **gaussian_budget("reward"),
+            ridge=cfg.ridge,
+            clip=cfg.clip,
+            random_state=rng,
+            ledger=ledger,
         )
     else:
         reward = DPSGDReward(
