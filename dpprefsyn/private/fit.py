@@ -289,7 +289,8 @@ def fit_preference_model(
         "model": embedder.model_id,
         "max_seq_length": cfg.max_seq_length,
         "template": cfg.template,
-        "embedding_model": cfg.embedding_model,
+        # The resolved name, so a model fitted on CPU is scored with MiniLM on GPU too.
+        "embedding_model": embedder.model_name_,
     }
     return fit_from_embeddings(
         chosen,
