@@ -43,7 +43,7 @@ class FitConfig:
     min_cluster_fraction : float or None, default=None
         Clusters whose noisy size is below this fraction of the noisy total are dropped;
         ``None`` means ``1 / (n_clusters + 4)``, as in the method.
-    reward : {"dp-newton", "dp-mean", "dp-sgd"}, default="dp-mean"
+    reward : {"dp-newton", "dp-mean", "dp-sgd"}, default="dp-newton"
         ``dp-newton``: one Newton step on noisy first and second moments; ``dp-mean``: the
         noisy mean (isotropic Newton step); ``dp-sgd``: the method's DP-SGD.
     ridge : float, default=0.01
@@ -72,7 +72,7 @@ class FitConfig:
     kmeans_iters: int = 5
     kmeans_bounds: tuple[float, float] = (-0.5, 0.5)
     min_cluster_fraction: float | None = None
-    reward: Literal["dp-newton", "dp-mean", "dp-sgd"] = "dp-mean"
+    reward: Literal["dp-newton", "dp-mean", "dp-sgd"] = "dp-newton"
     ridge: float = 0.01
     lr: float = 0.1
     batch_size: int = 4
