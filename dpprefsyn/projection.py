@@ -18,5 +18,7 @@ def public_projection(public_differences: np.ndarray, n_components: int) -> np.n
         )
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     X = X[norms[:, 0] > 0] / norms[norms[:, 0] > 0]
-    _, _, vt = np.linalg.svd(X, full_matrices=False)
-    return vt[:n_components]
+    # Eigenvectors of the d x d second moment: the same directions as an SVD of X, and about
+    # ten times faster when there are many more rows than dimensions.
+    eigval, eigvec = np.linalg.eigh(X.T @ X)
+    return eigvec[:, np.argsort(eigval)[::-1][:n_components]].T
