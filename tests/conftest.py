@@ -20,3 +20,19 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def demo_dir(tmp_path_factory) -> Path:
+    """A small demo dataset (simulated users with known tastes), shared by end-to-end tests."""
+    from pipelines.make_demo_data import make
+
+    out = tmp_path_factory.mktemp("demo")
+    make(out, n_private=300, seed=1)
+    return out
+
+
+@pytest.fixture(scope="session")
+def embedding_cache(tmp_path_factory) -> Path:
+    """One embedding cache for the session, so each demo text is embedded once."""
+    return tmp_path_factory.mktemp("embeddings")

@@ -14,15 +14,14 @@ from pipelines.make_demo_data import make
 runner = CliRunner()
 
 
-def test_fit_then_eval_and_rerank_without_the_private_data(tmp_path):
-    demo = tmp_path / "demo"
-    make(demo, n_private=240, seed=2)
+def test_fit_then_eval_and_rerank_without_the_private_data(tmp_path, demo_dir, embedding_cache):
+    demo = demo_dir
     private = tmp_path / "private.jsonl"
     shutil.copy(demo / "private.jsonl", private)
     held_out = tmp_path / "held_out.jsonl"
     make(tmp_path / "demo2", n_private=80, seed=3)
     shutil.copy(tmp_path / "demo2" / "private.jsonl", held_out)
-    cache = tmp_path / "cache"
+    cache = embedding_cache
     model_dir = tmp_path / "model"
 
     res = runner.invoke(

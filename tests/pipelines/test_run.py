@@ -11,19 +11,6 @@ import yaml
 
 from dpprefsyn.privacy.budget_store import BudgetStore
 from pipelines import run as run_mod
-from pipelines.make_demo_data import make
-
-
-@pytest.fixture(scope="session")
-def demo_dir(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("demo")
-    make(out, n_private=300, seed=1)
-    return out
-
-
-@pytest.fixture(scope="session")
-def embedding_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("embeddings")
 
 
 def write_config(tmp_path: Path, demo_dir: Path, cache: Path, **overrides) -> Path:
