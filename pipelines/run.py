@@ -221,13 +221,13 @@ def step_fit(cfg: PipelineConfig, runner: Runner, embedded: StepResult) -> StepR
             store.record(fingerprint, epsilon=total["epsilon"], delta=total["delta"], run=cfg.name)
         model.privacy_report["private_data_fingerprint"] = fingerprint
         model.save(folder / "model")
-        return {
-            "fingerprint": fingerprint,
-            "epsilon": total["epsilon"],
-            "delta": total["delta"],
-            "n_private_read": data.n_read,
-            "private_dropped": data.dropped,
-        }
+        # Exact counts of the private data are for the operator's eyes: printed, never written.
+        print(
+            f"private data: {data.n_read} records read, dropped {data.dropped or 'none'} "
+            "(exact counts, not written to any output)",
+            file=sys.stderr,
+        )
+        return {"fingerprint": fingerprint, "epsilon": total["epsilon"], "delta": total["delta"]}
 
     return runner.run("fit", payload, fn)
 
