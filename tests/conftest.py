@@ -11,6 +11,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+CANARY = "CANARY-5f0e2c9a-private"
+"""A unique string in one private demo record: it must never reach any output."""
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
@@ -25,10 +28,15 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory) -> Path:
     """A small demo dataset (simulated users with known tastes), shared by end-to-end tests."""
+    import json
+
     from pipelines.make_demo_data import make
 
     out = tmp_path_factory.mktemp("demo")
     make(out, n_private=300, seed=1)
+    canary = {"prompt": f"Ask {CANARY}", "chosen": f"Yes {CANARY}", "rejected": "No."}
+    with (out / "private.jsonl").open("a") as f:
+        f.write(json.dumps(canary) + "\n")
     return out
 
 

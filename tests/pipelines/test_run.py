@@ -41,14 +41,23 @@ def write_config(tmp_path: Path, demo_dir: Path, cache: Path, **overrides) -> Pa
     return path
 
 
-def test_demo_run_writes_a_trl_dataset_and_a_rerun_is_free(tmp_path, demo_dir, embedding_cache):
+def test_demo_run_writes_a_trl_dataset_and_a_rerun_is_free(
+    tmp_path, demo_dir, embedding_cache, capfd
+):
     import datasets
+    from conftest import CANARY
 
     config = write_config(tmp_path, demo_dir, embedding_cache)
     t = time.perf_counter()
     assert run_mod.main(["--config", str(config)]) == 0
     first = time.perf_counter() - t
     out = tmp_path / "out"
+    # The private canary reaches no output file and no log line.
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
+    captured = capfd.readouterr()
+    assert CANARY not in captured.out + captured.err
     ds = datasets.load_from_disk(str(out / "dataset"))
     assert {"prompt", "chosen", "rejected"} <= set(ds.column_names)
     assert len(ds) > 0
