@@ -134,6 +134,65 @@ def eval_reward(
         json_out.write_text(json.dumps(result, indent=2))
 
 
+TRAIN_KINDS = ("sft", "privsft", "dpo", "privdpo", "ppo")
+
+
+@app.command()
+def train(
+    kind: Annotated[str, typer.Argument(help="sft, privsft, dpo, privdpo or ppo.")],
+    data: Annotated[str, typer.Option(help="Preference pairs (ppo: their prompts).")],
+    model: Annotated[str, typer.Option(help="Causal LM to fine-tune: name or path.")],
+    out: Annotated[Path, typer.Option(help="Directory for the trained model.")],
+    epsilon: Annotated[
+        float | None, typer.Option(help="Label epsilon of one pass (privdpo).")
+    ] = None,
+    reward_model: Annotated[
+        Path | None, typer.Option(help="Private preference model (ppo reward).")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML with trainer config fields.")] = None,
+) -> None:
+    """Fine-tune a model on (synthetic) preference data; ppo uses the private reward."""
+    if kind not in TRAIN_KINDS:
+        raise _fail(f"unknown kind {kind!r}: choose one of {', '.join(TRAIN_KINDS)}")
+    if (kind == "privdpo") != (epsilon is not None):
+        raise _fail("--epsilon (label epsilon of one pass) is required by privdpo and only by it")
+    fields = yaml.safe_load(config.read_text()) if config else {}
+    if not isinstance(fields, dict):
+        raise _fail(f"{config}: expected a mapping of trainer config fields")
+    if kind == "ppo":
+        _train_ppo(data, model, out, reward_model, fields)
+        return
+    from dpprefsyn.train import train as run_training
+
+    try:
+        path = run_training(kind, data, model, out, epsilon=epsilon, config=fields)
+    except (TypeError, ValueError, FileNotFoundError) as err:
+        raise _fail(str(err)) from None
+    privacy = path / "privacy.json"
+    if privacy.exists():
+        typer.echo(privacy.read_text())
+    typer.echo(f"model written to {path}")
+
+
+def _train_ppo(data: str, model: str, out: Path, reward_model: Path | None, fields: dict) -> None:
+    """RLOO / PPO-clip with the mean of the private cluster rewards (no budget spent)."""
+    from dpprefsyn.artifact import PreferenceModel
+    from dpprefsyn.train.data import load_preference_dataset
+    from dpprefsyn.train.reward import PrivateRewardFunction
+    from dpprefsyn.train.rl import RLConfig, train_rl
+
+    if reward_model is None:
+        raise _fail("ppo needs --reward-model DIR (a fitted preference model)")
+    try:
+        reward = PrivateRewardFunction(PreferenceModel.load(reward_model), scoring="mean")
+        prompts = list(dict.fromkeys(load_preference_dataset(data)["prompt"]))
+        cfg = RLConfig(**{"output_dir": str(out), **fields})
+    except (TypeError, ValueError, FileNotFoundError) as err:
+        raise _fail(str(err)) from None
+    path = train_rl(model, prompts, reward, cfg)
+    typer.echo(f"model written to {path} (reward: private model, no privacy budget spent)")
+
+
 def _model_embedder(pm, cache_dir: Path | None):
     """The embedder and template a model was fitted with: scores are only valid with them."""
     from dpprefsyn.embedding import Embedder
