@@ -11,9 +11,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-CANARY = "CANARY-5f0e2c9a-private"
-"""A unique string in one private demo record: it must never reach any output."""
-
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
@@ -29,6 +26,8 @@ def shared_data() -> Path:
 def demo_dir(tmp_path_factory) -> Path:
     """A small demo dataset (simulated users with known tastes), shared by end-to-end tests."""
     import json
+
+    from canaries import CANARY
 
     from pipelines.make_demo_data import make
 

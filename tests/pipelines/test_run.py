@@ -45,7 +45,7 @@ def test_demo_run_writes_a_trl_dataset_and_a_rerun_is_free(
     tmp_path, demo_dir, embedding_cache, capfd
 ):
     import datasets
-    from conftest import CANARY
+    from canaries import CANARY
 
     config = write_config(tmp_path, demo_dir, embedding_cache)
     t = time.perf_counter()
