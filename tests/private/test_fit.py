@@ -128,7 +128,8 @@ def test_paper_config_runs(paper_model) -> None:
     }
     sgd = [r for r in report["releases"] if r["mechanism"] == "subsampled_gaussian"]
     assert len(sgd) == len(report["kept_clusters"])
-    assert {r["group"] for r in sgd} == {"reward-clusters"}
+    groups = {r["group"] for r in sgd}
+    assert len(groups) == 1 and next(iter(groups)).startswith("reward-clusters")
     assert model.thetas.shape == (5, 8)
     assert model.cluster_weights.sum() == pytest.approx(1.0)
     assert model.projection.shape == (8, D)
