@@ -81,7 +81,8 @@ def preference_metrics(
     margins = reward_margins(policy, reference, tokenizer, pairs, beta=beta, **kwargs)
     return {
         "reward_margin": margins.mean().item(),
-        "reward_accuracy": (margins > 0).float().mean().item(),
+        # A zero margin (e.g. the reference scored against itself) is a tie: one half.
+        "reward_accuracy": ((margins > 0).float() + 0.5 * (margins == 0).float()).mean().item(),
         "dpo_loss": F.softplus(-margins).mean().item(),
         "n_pairs": int(margins.numel()),
     }
