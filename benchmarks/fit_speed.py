@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/fit_speed.py [--n 160000] [--dim 384] [--json PATH]
+    python -m benchmarks.fit_speed [--n 160000] [--dim 384] [--json PATH]
 
 Runs each configuration in a fresh process so peak RSS is its own.
 """
