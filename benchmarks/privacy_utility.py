@@ -57,7 +57,7 @@ def nonprivate_accuracy(d_train: np.ndarray, d_test: np.ndarray, proj=None) -> f
     return float(np.mean(np.where(m == 0, 0.5, m > 0)))
 
 
-def run(datasets, epsilons, seeds, configs, slow_epsilons) -> dict:
+def run(datasets, epsilons, seeds, configs, slow_epsilons, json_path=None) -> dict:
     emb = embedder()
     t0 = time.time()
     pool = public_pool(emb)
@@ -103,6 +103,9 @@ def run(datasets, epsilons, seeds, configs, slow_epsilons) -> dict:
                 for label, cells in rows.items()
             },
         }
+        if json_path is not None:  # after each dataset, so a long run keeps what it measured
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            json_path.write_text(json.dumps(results, indent=2))
     return results
 
 
@@ -138,11 +141,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     configs = {k: v for k, v in CONFIGS.items() if not args.configs or k in args.configs}
-    results = run(args.datasets, args.epsilons, args.seeds, configs, args.slow_epsilons)
+    results = run(args.datasets, args.epsilons, args.seeds, configs, args.slow_epsilons, args.json)
     print(to_markdown(results, args.epsilons))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -66,7 +66,11 @@ def calibrate_subsampled_gaussian(
 
     def excess(log_sigma: float) -> float:
         sigma = math.exp(log_sigma)
-        worst = max(subsampled_gaussian_epsilon(sigma, q, t, delta) for q, t in plans)
+        try:
+            worst = max(subsampled_gaussian_epsilon(sigma, q, t, delta) for q, t in plans)
+        except RuntimeError:
+            # The PRV discretisation breaks down at tiny noise, where epsilon is huge anyway.
+            return math.inf
         return worst - epsilon
 
     lo, hi = math.log(0.3), math.log(2.0)
