@@ -165,3 +165,14 @@ def test_prv_epsilon_parallel_group_costs_its_worst_member() -> None:
     ]
     worst = subsampled_gaussian_epsilon(1.0, 0.05, 20, delta)
     assert prv_epsilon(members, delta) == pytest.approx(worst, rel=1e-6)
+
+
+def test_calibration_survives_prv_breakdown_at_tiny_noise() -> None:
+    """A large budget drives the search to tiny noise, where the PRV discretisation raises.
+
+    Regression: the small-data OASST benchmark crashed with "Discrete mean differs from
+    continuous mean significantly"; such a noise level must count as over budget instead.
+    """
+    sigma = calibrate_subsampled_gaussian(40.0, 1e-3, [(0.05, 80)])
+    assert 0 < sigma < 1
+    assert subsampled_gaussian_epsilon(sigma, 0.05, 80, 1e-3) <= 40.0
