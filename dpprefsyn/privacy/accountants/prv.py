@@ -64,23 +64,37 @@ def calibrate_subsampled_gaussian(
     if not plans:
         raise ValueError("no DP-SGD step to calibrate")
 
-    def excess(log_sigma: float) -> float:
-        sigma = math.exp(log_sigma)
+    def cost(sigma: float, plan: tuple[float, int]) -> float:
         try:
-            worst = max(subsampled_gaussian_epsilon(sigma, q, t, delta) for q, t in plans)
+            return subsampled_gaussian_epsilon(sigma, plan[0], plan[1], delta)
         except RuntimeError:
             # The PRV discretisation breaks down at tiny noise, where epsilon is huge anyway.
             return math.inf
-        return worst - epsilon
 
-    lo, hi = math.log(0.3), math.log(2.0)
-    while excess(lo) < 0:
-        lo -= 1.0
-    while excess(hi) > 0:
-        hi += 1.0
-        if hi > math.log(1e6):
-            raise ValueError("no noise multiplier below 1e6 meets the target")
-    return math.exp(brentq(excess, lo, hi, xtol=rtol) + rtol)  # root lies within xtol
+    def solve(plan: tuple[float, int]) -> float:
+        def excess(log_sigma: float) -> float:
+            return cost(math.exp(log_sigma), plan) - epsilon
+
+        lo, hi = math.log(0.3), math.log(2.0)
+        while excess(lo) < 0:
+            lo -= 1.0
+        while excess(hi) > 0:
+            hi += 1.0
+            if hi > math.log(1e6):
+                raise ValueError("no noise multiplier below 1e6 meets the target")
+        return math.exp(brentq(excess, lo, hi, xtol=rtol) + rtol)  # root lies within xtol
+
+    # Calibrate on the plan that is most expensive at unit noise, then check the others at the
+    # result and move to any that costs more: one search instead of one per plan and step.
+    remaining = sorted(set(plans), key=lambda plan: -cost(1.0, plan))
+    sigma = solve(remaining.pop(0))
+    while remaining:
+        worse = [plan for plan in remaining if cost(sigma, plan) > epsilon]
+        if not worse:
+            return sigma
+        remaining = [plan for plan in remaining if plan not in worse]
+        sigma = max(solve(plan) for plan in worse)
+    return sigma
 
 
 def prv_epsilon(releases: Sequence[Release], delta: float) -> float:
