@@ -236,6 +236,16 @@ def fit_from_embeddings(
     reward.fit(z[rows], remap[labels[rows]], noisy[kept_ids])
     thetas = np.zeros((k, components.shape[0]))
     thetas[kept_ids] = reward.coef_
+    # Rewards were learned on unit preference vectors; candidates are scored on raw embedding
+    # differences. Rescaling by the typical projected length of a *public* difference puts
+    # score gaps in Bradley-Terry units for a typical pair, so a gap threshold means what it
+    # says. Public data only; a positive scale changes no ranking.
+    score_scale = 1.0
+    if public_differences is not None:
+        lengths = np.linalg.norm(np.asarray(public_differences) @ components.T, axis=1)
+        if np.median(lengths) > 0:
+            score_scale = float(1.0 / np.median(lengths))
+    thetas *= score_scale
 
     report = ledger.state_dict()
     report["delta_from_noisy_count"] = cfg.delta is None
@@ -259,7 +269,7 @@ def fit_from_embeddings(
         centers=centers,
         routing=routing,
         embedder=embedder_info or {},
-        config={**cfg.to_dict(), "projection_used": projection},
+        config={**cfg.to_dict(), "projection_used": projection, "score_scale": score_scale},
         privacy_report=report,
         versions=_versions(),
     )
