@@ -285,13 +285,23 @@ def step_select(
 
 
 def step_export(cfg: PipelineConfig, selected: StepResult, fitted: StepResult, prompts) -> Path:
+    """Write the dataset unless the same pairs were already exported with the same settings."""
     import os
 
+    marker = cfg.out_dir / ".export.json"
+    stamp = {"select": selected.signature, "export": cfg.export.model_dump()}
+    if (
+        marker.exists()
+        and json.loads(marker.read_text()) == stamp
+        and (cfg.out_dir / "dataset").is_dir()
+        and not cfg.export.push_to_hub
+    ):
+        return cfg.out_dir
     from dpprefsyn.synth.export import export_dataset
 
     report = json.loads((fitted.path / "model" / "privacy_report.json").read_text())
     token = os.environ.get(cfg.export.token_env) if cfg.export.push_to_hub else None
-    return export_dataset(
+    out = export_dataset(
         pl.read_parquet(selected.path / "pairs.parquet"),
         cfg.out_dir,
         report=report,
@@ -303,6 +313,8 @@ def step_export(cfg: PipelineConfig, selected: StepResult, fitted: StepResult, p
         push_to_hub=cfg.export.push_to_hub,
         token=token,
     )
+    marker.write_text(json.dumps(stamp))
+    return out
 
 
 def run_pipeline(cfg: PipelineConfig) -> dict:
