@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 CONFIGS = {
-    "default (public PCA, K=1, DP mean)": {},
-    "DP-PCA, K=5 spherical, DP mean": {"projection": "dp-pca", "clustering": "spherical"},
+    "default (public PCA, K=1, DP Newton)": {},
+    "DP-PCA, K=5 spherical, DP Newton": {"projection": "dp-pca", "clustering": "spherical"},
     "DP-PCA, K=5 spherical, DP-SGD": {
         "projection": "dp-pca",
         "clustering": "spherical",
