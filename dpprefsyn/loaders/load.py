@@ -10,35 +10,18 @@ from dpprefsyn.errors import DataError
 from dpprefsyn.loaders.detect import detect_format
 from dpprefsyn.loaders.formats import REGISTRY
 from dpprefsyn.loaders.formats.base import Parser
-from dpprefsyn.loaders.readers import WHOLE_FILE, Raw, read_source
+from dpprefsyn.loaders.readers import (
+    WHOLE_FILE,
+    Raw,
+    check_load_options,
+    read_source,
+    rename_fields,
+)
 from dpprefsyn.loaders.records import WHOLE_RECORD, Pair, RecordError, Skip, check_pair
 from dpprefsyn.loaders.table import PreferenceData, build_table
 
 FORMATS: tuple[str, ...] = ("auto", *REGISTRY)
-ON_ERROR: tuple[str, ...] = ("raise", "drop")
 MAPPABLE_COLUMNS: tuple[str, ...] = ("prompt", "chosen", "rejected")
-
-
-def _check_options(format: str, on_error: str, columns: Mapping[str, str]) -> None:
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    unknown = set(columns) - set(MAPPABLE_COLUMNS)
-    if unknown:
-        raise ValueError(f"columns keys must be among {MAPPABLE_COLUMNS}, got {sorted(unknown)}")
-    if not all(isinstance(name, str) for name in columns.values()):
-        raise ValueError("columns values must be source column names (strings)")
-
-
-def _rename(value: object, columns: Mapping[str, str]) -> object:
-    """Give a record the canonical field names; a source field already named so is ignored."""
-    if not isinstance(value, dict):
-        return value
-    replaced = {*columns, *columns.values()}
-    renamed = {key: item for key, item in value.items() if key not in replaced}
-    renamed.update({canon: value[orig] for canon, orig in columns.items() if orig in value})
-    return renamed
 
 
 def _outcomes(raw: Raw, parse: Parser) -> list[Pair | Skip | RecordError]:
@@ -116,13 +99,13 @@ def load_preferences(
     PreferenceData(format='hh-rlhf', source='test.jsonl.gz', n_pairs=2304, n_read=2312, ...)
     """
     columns = dict(columns or {})
-    _check_options(format, on_error, columns)
+    check_load_options(format, FORMATS, on_error, columns, MAPPABLE_COLUMNS)
     label = os.fspath(source)
     raws = read_source(source, split=split)
     if not raws:
         raise DataError(label, WHOLE_FILE, "source holds no records")
     if columns:
-        raws = [raw._replace(value=_rename(raw.value, columns)) for raw in raws]
+        raws = [raw._replace(value=rename_fields(raw.value, columns)) for raw in raws]
     resolved = detect_format(raws, label) if format == "auto" else format
     parse = REGISTRY[resolved].parse
 

@@ -14,7 +14,7 @@ import io
 import json
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -189,3 +189,35 @@ def read_source(source: str | os.PathLike[str], *, split: str | None = None) -> 
     if path.suffix.lower() in {*CONTAINERS, ".gz"}:
         raise FileNotFoundError(f"no such file: {os.fspath(source)!r}")
     return _read_hub(os.fspath(source), split)
+
+
+ON_ERROR: tuple[str, ...] = ("raise", "drop")
+
+
+def rename_fields(value: object, columns: Mapping[str, str]) -> object:
+    """Give a record the canonical field names; a source field already named so is ignored."""
+    if not isinstance(value, dict):
+        return value
+    replaced = {*columns, *columns.values()}
+    renamed = {key: item for key, item in value.items() if key not in replaced}
+    renamed.update({canon: value[orig] for canon, orig in columns.items() if orig in value})
+    return renamed
+
+
+def check_load_options(
+    format: str,
+    formats: Sequence[str],
+    on_error: str,
+    columns: Mapping[str, str],
+    mappable: Sequence[str],
+) -> None:
+    """Reject a bad ``format``, ``on_error`` or ``columns`` before anything is read."""
+    if format not in formats:
+        raise ValueError(f"format must be one of {tuple(formats)}, got {format!r}")
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    unknown = set(columns) - set(mappable)
+    if unknown:
+        raise ValueError(f"columns keys must be among {tuple(mappable)}, got {sorted(unknown)}")
+    if not all(isinstance(name, str) for name in columns.values()):
+        raise ValueError("columns values must be source column names (strings)")

@@ -28,14 +28,19 @@ from typing import NamedTuple
 import polars as pl
 
 from dpprefsyn.errors import DataError
-from dpprefsyn.loaders.readers import WHOLE_FILE, Raw, read_source
+from dpprefsyn.loaders.readers import (
+    WHOLE_FILE,
+    Raw,
+    check_load_options,
+    read_source,
+    rename_fields,
+)
 from dpprefsyn.loaders.records import RecordError, as_text, json_type
 
 CORE_COLUMNS: tuple[str, ...] = ("prompt_id", "prompt", "source")
 """Columns of every :class:`PromptSet` table; a format may add the ``extras`` it declares."""
 
 MAPPABLE_COLUMNS: tuple[str, ...] = ("prompt", "prompt_id", "reference")
-ON_ERROR: tuple[str, ...] = ("raise", "drop")
 SAMPLE_SIZE = 20
 """Records that vote in auto detection; enough to outvote a few malformed ones at the top."""
 
@@ -376,16 +381,6 @@ def _read(source: str | os.PathLike[str], split: str | None) -> list[Raw]:
     return read_source(source, split=split)
 
 
-def _rename(value: object, columns: Mapping[str, str]) -> object:
-    """Give a record the canonical field names; a source field already named so is ignored."""
-    if not isinstance(value, dict):
-        return value
-    replaced = {*columns, *columns.values()}
-    renamed = {key: item for key, item in value.items() if key not in replaced}
-    renamed.update({canon: value[orig] for canon, orig in columns.items() if orig in value})
-    return renamed
-
-
 def _shape(value: object) -> str:
     if not isinstance(value, dict):
         return json_type(value)
@@ -421,15 +416,7 @@ def detect_prompt_format(raws: list[Raw], source: str) -> str:
 def _check_options(
     format: str, on_error: str, columns: Mapping[str, str], limit: int | None
 ) -> None:
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    unknown = set(columns) - set(MAPPABLE_COLUMNS)
-    if unknown:
-        raise ValueError(f"columns keys must be among {MAPPABLE_COLUMNS}, got {sorted(unknown)}")
-    if not all(isinstance(name, str) for name in columns.values()):
-        raise ValueError("columns values must be source column names (strings)")
+    check_load_options(format, FORMATS, on_error, columns, MAPPABLE_COLUMNS)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
 
@@ -491,7 +478,7 @@ def load_prompts(
     if not raws:
         raise DataError(label, WHOLE_FILE, "source holds no records")
     if columns:
-        raws = [raw._replace(value=_rename(raw.value, columns)) for raw in raws]
+        raws = [raw._replace(value=rename_fields(raw.value, columns)) for raw in raws]
     resolved = detect_prompt_format(raws, label) if format == "auto" else format
     spec = PROMPT_FORMATS[resolved]
 
