@@ -34,7 +34,16 @@ def _check_fit_inputs(z, groups, noisy_counts) -> tuple[np.ndarray, np.ndarray, 
     return z, groups, noisy_counts
 
 
-class DPMeanReward(BaseEstimator):
+class _LinearReward(BaseEstimator):
+    """Shared by the reward estimators: one linear reward per cluster in ``coef_``."""
+
+    def decision_function(self, z: np.ndarray) -> np.ndarray:
+        """Reward of each row under each cluster, shape ``(n, n_clusters)``."""
+        check_is_fitted(self)
+        return check_matrix(z, "z") @ self.coef_.T
+
+
+class DPMeanReward(_LinearReward):
     """One Newton step of Bradley-Terry from zero, on the Gaussian-noised cluster sums.
 
     At ``theta = 0`` the BT gradient is ``-mean(z)/2`` and, for unit rows in ``p`` dimensions,
@@ -104,12 +113,8 @@ class DPMeanReward(BaseEstimator):
             self.ledger.spend(release)
         return self
 
-    def decision_function(self, z: np.ndarray) -> np.ndarray:
-        check_is_fitted(self)
-        return check_matrix(z, "z") @ self.coef_.T
 
-
-class DPNewtonReward(BaseEstimator):
+class DPNewtonReward(_LinearReward):
     """One full Newton step of Bradley-Terry from zero, on noisy first and second moments.
 
     At ``theta = 0`` the BT gradient is ``-mean(z)/2`` and the Hessian ``E[z z^T]/4``, so the
@@ -194,12 +199,8 @@ class DPNewtonReward(BaseEstimator):
             self.ledger.spend(release)
         return self
 
-    def decision_function(self, z: np.ndarray) -> np.ndarray:
-        check_is_fitted(self)
-        return check_matrix(z, "z") @ self.coef_.T
 
-
-class DPSGDReward(BaseEstimator):
+class DPSGDReward(_LinearReward):
     """The method's reward: per-cluster DP-SGD on ``-log sigmoid(theta . z)``.
 
     Parameters
@@ -304,10 +305,6 @@ class DPSGDReward(BaseEstimator):
         if self.ledger is not None:
             self.ledger.spend(*releases)
         return self
-
-    def decision_function(self, z: np.ndarray) -> np.ndarray:
-        check_is_fitted(self)
-        return check_matrix(z, "z") @ self.coef_.T
 
 
 REWARD_ESTIMATORS = {
