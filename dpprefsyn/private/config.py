@@ -25,8 +25,10 @@ class FitConfig:
     projection : {"dp-pca", "public", "none"}, default="public"
         How embeddings are reduced to ``n_components`` dimensions: a DP-PCA of the private
         differences (spends budget), an uncentred PCA of *public* candidate differences (free),
-        or none. ``"public"`` falls back to ``"dp-pca"`` when no public embeddings are given.
-    n_components : int, default=20
+        or none. ``"public"`` falls back to ``"none"`` when no public embeddings are given
+        (on HH-RLHF, paying for DP-PCA cost more accuracy than it bought).
+    n_components : int, default=64
+        64 measured better than the method's 20 with a public projection (BENCHMARKS.md).
     clustering : {"none", "spherical", "diffprivlib"}, default="none"
         ``"none"`` learns one reward (K=1); ``"spherical"`` is our Gaussian spherical k-means;
         ``"diffprivlib"`` is the research code's DP k-means with per-feature ``kmeans_bounds``.
@@ -64,7 +66,7 @@ class FitConfig:
     epsilon: float = 2.0
     delta: float | None = None
     projection: Literal["dp-pca", "public", "none"] = "public"
-    n_components: int = 20
+    n_components: int = 64
     clustering: Literal["none", "spherical", "diffprivlib"] = "none"
     n_clusters: int = 5
     cluster_on: Literal["difference", "prompt"] = "difference"
@@ -121,6 +123,7 @@ class FitConfig:
         """The research configuration: DP-PCA, diffprivlib k-means K=5, DP-SGD rewards."""
         base = dict(
             projection="dp-pca",
+            n_components=20,
             clustering="diffprivlib",
             n_clusters=5,
             reward="dp-sgd",

@@ -110,8 +110,8 @@ def fit_from_embeddings(
 
     projection = cfg.projection
     if projection == "public" and public_differences is None:
-        log.warning("projection='public' without public data: falling back to 'dp-pca'")
-        projection = "dp-pca"
+        log.warning("projection='public' without public data: using no projection")
+        projection = "none"
     kinds = _stage_kinds(cfg, projection)
 
     # Budget plan, fixed before private values are touched (except the count it may need).

@@ -73,11 +73,12 @@ def test_ledger_total_within_configured_epsilon(train, name) -> None:
     assert model.config["projection_used"] == cfg.projection
 
 
-def test_public_projection_falls_back_to_dp_pca_without_public_data(train) -> None:
-    """projection="public" with no public data runs (and pays for) DP-PCA instead."""
+def test_public_projection_falls_back_to_none_without_public_data(train) -> None:
+    """projection="public" with no public data uses the full embedding and spends no PCA budget."""
     model = fit_from_embeddings(*train, FitConfig(**FAST))
-    assert model.config["projection_used"] == "dp-pca"
-    assert "pca" in {r["stage"] for r in model.privacy_report["releases"]}
+    assert model.config["projection_used"] == "none"
+    assert model.projection.shape[0] == train[0].shape[1]
+    assert "pca" not in {r["stage"] for r in model.privacy_report["releases"]}
 
 
 def test_delta_is_one_over_noisy_count_when_unset(train) -> None:
