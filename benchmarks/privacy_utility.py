@@ -27,21 +27,23 @@ from dpprefsyn.private import FitConfig, fit_from_embeddings
 from dpprefsyn.projection import public_projection
 
 CONFIGS = {
-    "public PCA, K=1, DP Newton": dict(reward="dp-newton"),
-    "public PCA, K=5 prompt clusters (routed), DP Newton": dict(
-        reward="dp-newton", clustering="spherical", cluster_on="prompt"
+    "default: public PCA-64, K=1, DP Newton": dict(),
+    "no projection, K=1, DP Newton": dict(projection="none"),
+    "public PCA-20, K=1, DP Newton": dict(reward="dp-newton", n_components=20),
+    "public PCA-20, K=5 prompt clusters (routed), DP Newton": dict(
+        reward="dp-newton", clustering="spherical", cluster_on="prompt", n_components=20
     ),
-    "DP-PCA, K=1, DP Newton": dict(reward="dp-newton", projection="dp-pca"),
-    "public PCA, K=1, DP mean": dict(reward="dp-mean"),
+    "DP-PCA-20, K=1, DP Newton": dict(reward="dp-newton", projection="dp-pca", n_components=20),
+    "public PCA-20, K=1, DP mean": dict(reward="dp-mean", n_components=20),
     "DP mean, no projection (baseline)": dict(reward="dp-mean", projection="none"),
-    "DP-PCA, K=1, DP mean": dict(reward="dp-mean", projection="dp-pca"),
-    "public PCA, K=5 sign-invariant k-means, DP mean": dict(
-        reward="dp-mean", clustering="spherical"
+    "DP-PCA-20, K=1, DP mean": dict(reward="dp-mean", projection="dp-pca", n_components=20),
+    "public PCA-20, K=5 sign-invariant k-means, DP mean": dict(
+        reward="dp-mean", clustering="spherical", n_components=20
     ),
-    "public PCA, K=5 signed k-means, DP mean": dict(
-        reward="dp-mean", clustering="spherical", sign_invariant=False
+    "public PCA-20, K=5 signed k-means, DP mean": dict(
+        reward="dp-mean", clustering="spherical", sign_invariant=False, n_components=20
     ),
-    "public PCA, K=1, DP-SGD": dict(reward="dp-sgd"),
+    "public PCA-20, K=1, DP-SGD": dict(reward="dp-sgd", n_components=20),
     "paper: DP-PCA, diffprivlib K=5 (+-0.5), DP-SGD": "paper",
 }
 
