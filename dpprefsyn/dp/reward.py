@@ -305,10 +305,3 @@ class DPSGDReward(_LinearReward):
         if self.ledger is not None:
             self.ledger.spend(*releases)
         return self
-
-
-REWARD_ESTIMATORS = {
-    "dp-mean": DPMeanReward,
-    "dp-newton": DPNewtonReward,
-    "dp-sgd": DPSGDReward,
-}

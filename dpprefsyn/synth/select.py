@@ -51,8 +51,8 @@ def select_pairs(
 
     Parameters
     ----------
-    candidates : per prompt, a list of ``(text, generator)``; empty and duplicate texts must
-        already be removed (see :func:`dedupe_candidates`).
+    candidates : per prompt, a list of ``(text, generator)``; the backends have already
+        dropped empty and duplicate texts.
     candidate_embeddings : per prompt, ``(len(candidates), d)`` embeddings made with the model's
         own embedder settings.
     min_gap : pairs whose score gap is below it are dropped (and counted).
@@ -104,21 +104,3 @@ def select_pairs(
         )
     pairs = pl.DataFrame(rows, schema=list(PAIR_COLUMNS), orient="row")
     return Selection(pairs=pairs, dropped=dict(dropped), gaps=np.asarray(gaps))
-
-
-def dedupe_candidates(
-    candidates: Sequence[tuple[str, str]],
-) -> tuple[list[tuple[str, str]], dict[str, int]]:
-    """Drop empty and duplicate candidate texts (first occurrence wins), with counts."""
-    seen: set[str] = set()
-    kept, dropped = [], Counter()
-    for text, generator in candidates:
-        key = text.strip()
-        if not key:
-            dropped["empty_candidate"] += 1
-        elif key in seen:
-            dropped["duplicate_candidate"] += 1
-        else:
-            seen.add(key)
-            kept.append((text, generator))
-    return kept, dict(dropped)

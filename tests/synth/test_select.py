@@ -9,7 +9,7 @@ import pytest
 
 from dpprefsyn.artifact import PreferenceModel
 from dpprefsyn.synth.export import export_dataset
-from dpprefsyn.synth.select import dedupe_candidates, select_pairs
+from dpprefsyn.synth.select import select_pairs
 
 
 def model(k: int = 2, routing: str = "sample") -> PreferenceModel:
@@ -84,12 +84,6 @@ def test_prompt_routing_uses_the_prompt_not_a_draw():
     )  # fmt: skip
     assert sel.pairs["cluster"].to_list() == [1, 0]
     assert sel.pairs["chosen"].to_list() == ["y", "x"]
-
-
-def test_dedupe_drops_empty_and_repeated_texts():
-    kept, dropped = dedupe_candidates([("a", "g"), (" ", "g"), ("a ", "h"), ("b", "g")])
-    assert [t for t, _ in kept] == ["a", "b"]
-    assert dropped == {"empty_candidate": 1, "duplicate_candidate": 1}
 
 
 @pytest.mark.parametrize("style", ["standard", "conversational"])
