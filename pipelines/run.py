@@ -161,6 +161,8 @@ def step_embed(
         "max_seq_length": fit.max_seq_length,
         "template": fit.template,
     }
+    routed = fit.clustering != "none" and fit.cluster_on == "prompt"
+    payload["routed"] = routed
 
     def fn(folder: Path) -> dict:
         table = pl.read_parquet(prompts.path / "prompts.parquet")
@@ -175,7 +177,9 @@ def step_embed(
         vecs = emb.encode_pairs(cprompts, texts, get_template(fit.template))
         np.save(folder / "candidates.npy", vecs.astype(np.float32))
         np.save(folder / "owners.npy", np.asarray(owners, dtype=np.int64))
-        np.save(folder / "prompts.npy", emb.encode(table["prompt"].to_list()).astype(np.float32))
+        if routed:  # prompt embeddings are only read to route prompts to clusters
+            prompt_vecs = emb.encode(table["prompt"].to_list())
+            np.save(folder / "prompts.npy", prompt_vecs.astype(np.float32))
         return {"n_embedded": len(texts), "embedder": emb.model_id}
 
     return runner.run("embed", payload, fn)
@@ -262,6 +266,7 @@ def step_select(
                 by_row[int(owners[s])] = block
         d = vecs.shape[1] if len(vecs) else model.projection.shape[1]
         ids = table["prompt_id"].to_list()
+        routes = embedded.path / "prompts.npy"
         sel = select_pairs(
             model,
             ids,
@@ -270,7 +275,7 @@ def step_select(
             [cands.get(pid, []) for pid in ids],
             [by_row.get(i, np.empty((0, d))) for i in range(len(ids))],
             min_gap=cfg.selection.min_gap,
-            prompt_embeddings=np.load(embedded.path / "prompts.npy"),
+            prompt_embeddings=np.load(routes) if routes.exists() else None,
             rng=np.random.default_rng(cfg.selection.seed),
         )
         sel.pairs.write_parquet(folder / "pairs.parquet")
