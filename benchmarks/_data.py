@@ -49,8 +49,10 @@ def private_pairs(name: str, emb: Embedder, template: str = "dialogue"):
     return np.asarray(prompts), emb.encode(prompts), ch, rj
 
 
-def public_pool(emb: Embedder, n_prompts: int = 300, template: str = "dialogue") -> np.ndarray:
-    """Within-prompt differences of AlpacaEval answers by several models.
+def public_candidates(
+    emb: Embedder, n_prompts: int = 300, template: str = "dialogue"
+) -> tuple[list[str], list[str], np.ndarray]:
+    """AlpacaEval answers by several models: (prompt of each answer, answer, embedding).
 
     Prompts that AlpacaEval took from HH-RLHF or OASST are left out, so the pool shares no
     prompt with the private sets.
@@ -74,7 +76,12 @@ def public_pool(emb: Embedder, n_prompts: int = 300, template: str = "dialogue")
             ):
                 prompts.append(r["instruction"])
                 responses.append(r["output"])
-    e = emb.encode_pairs(prompts, responses, get_template(template))
+    return prompts, responses, emb.encode_pairs(prompts, responses, get_template(template))
+
+
+def public_pool(emb: Embedder, n_prompts: int = 300, template: str = "dialogue") -> np.ndarray:
+    """Within-prompt differences of the public candidates (:func:`public_candidates`)."""
+    prompts, _, e = public_candidates(emb, n_prompts, template)
     return pool_differences(e, prompts)
 
 
