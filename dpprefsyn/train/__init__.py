@@ -3,7 +3,10 @@
 Modules, one idea each: :mod:`~.losses` (DPO math), :mod:`~.privdpo` (label-DP mechanisms and
 their accounting), :mod:`~.config` (one dataclass per trainer), :mod:`~.data` (loading and
 tokenising), :mod:`~.forward` (model to log-probs), :mod:`~.preference` and :mod:`~.sft` (the
-trainers), :mod:`~.evaluate` (held-out metrics, membership attack) and :mod:`~.api` (``train``).
+trainers), :mod:`~.evaluate` (held-out metrics, membership attack), :mod:`~.api` (``train``),
+and for win rates :mod:`~.generation` (one answer per prompt), :mod:`~.judge` (a local pairwise
+judge read from label probabilities), :mod:`~.pairwise_stats` (win rates and their intervals)
+and :mod:`~.winrate` (the runner).
 
 >>> from dpprefsyn.train import train  # doctest: +SKIP
 >>> train("privdpo", "pairs.jsonl", "sft-model", "dpo-model", epsilon=1.0)  # doctest: +SKIP

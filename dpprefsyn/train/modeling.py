@@ -1,6 +1,10 @@
-"""Model preparation shared by the trainers: dropout off, LoRA on."""
+"""Model preparation shared by the trainers and the evaluators: dropout off, LoRA on, loading."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -28,3 +32,83 @@ def apply_lora(model: torch.nn.Module, *, r: int, alpha: int) -> torch.nn.Module
         raise ImportError("use_lora needs peft: pip install 'dpprefsyn[train]'") from err
     config = LoraConfig(r=r, lora_alpha=alpha, target_modules="all-linear", task_type="CAUSAL_LM")
     return get_peft_model(model, config)
+
+
+def load_causal_lm(
+    name_or_path: str | Path, *, dtype: str | None = None, device_map: str | None = None
+) -> tuple[Any, Any]:
+    """Load a causal LM for inference, and its tokenizer, sized to the machine.
+
+    ``dtype`` None means bfloat16 with CUDA and float32 without; ``device_map`` None means
+    ``"auto"`` (accelerate spreads the weights over the GPUs) with CUDA and the CPU without.
+    The model is returned in eval mode with gradients off.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    cuda = torch.cuda.is_available()
+    dtype = dtype or ("bfloat16" if cuda else "float32")
+    device_map = device_map or ("auto" if cuda else None)
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(
+        name_or_path,
+        dtype=dtype if dtype == "auto" else getattr(torch, dtype),
+        device_map=device_map,
+    )
+    return model.eval().requires_grad_(False), tokenizer
+
+
+def chat_texts(
+    tokenizer: Any, messages: list[str], *, chat_template: bool | None
+) -> tuple[list[str], bool]:
+    """Each message as one user turn ready for the answer, or as it is without a template.
+
+    ``chat_template`` None uses the tokenizer's template when it has one; True insists on it.
+    Also returns whether the tokenizer should add its special tokens: not when the template
+    has written them already.
+    """
+    if chat_template is None:
+        chat_template = bool(tokenizer.chat_template)
+    if not chat_template:
+        return list(messages), True
+    if not tokenizer.chat_template:
+        raise ValueError("chat_template=True but the tokenizer has no chat template")
+    texts = [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": m}], tokenize=False, add_generation_prompt=True
+        )
+        for m in messages
+    ]
+    return texts, False
+
+
+def encoded_batches(
+    tokenizer: Any,
+    texts: Sequence[str],
+    *,
+    batch_size: int,
+    padding_side: str,
+    add_special_tokens: bool,
+    device: torch.device | str,
+    desc: str,
+    progress: bool,
+) -> Iterator[tuple[list[int], Any]]:
+    """Yield ``(indices, encoding)`` over ``texts`` in padded batches of similar length.
+
+    Sorting by length keeps padding (wasted compute) small; the indices say where each row's
+    result belongs. A progress bar counts the batches when ``progress``.
+    """
+    from tqdm.auto import tqdm
+
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    for batch in tqdm(batches, desc=desc, disable=not progress):
+        encoding = tokenizer(
+            [texts[i] for i in batch],
+            return_tensors="pt",
+            padding=True,
+            padding_side=padding_side,
+            add_special_tokens=add_special_tokens,
+        )
+        yield batch, encoding.to(device)
