@@ -39,8 +39,9 @@ import dpprefsyn.private.fit as fit_module
 import dpprefsyn.train.privdpo as privdpo
 from dpprefsyn.audit.distinguish import DistinguishResult, distinguish
 from dpprefsyn.dp import DPPCA, DiffprivlibKMeans, DPHistogram, DPSGDReward, DPSphericalKMeans
+from dpprefsyn.dp.cluster import su_iterations
 from dpprefsyn.dp.histogram import dp_count
-from dpprefsyn.privacy import analysis
+from dpprefsyn.privacy import PrivacyLedger, analysis
 from dpprefsyn.private.config import FitConfig
 
 CONFIDENCE = 0.99
@@ -206,8 +207,8 @@ DPL_RUNS = 100
 
 
 def diffprivlib_centre(X: np.ndarray, rng: np.random.Generator) -> float:
-    km = DiffprivlibKMeans(1, epsilon=EPS, random_state=int(rng.integers(2**31))).fit(X)
-    return float(km.cluster_centers_[0, 0])
+    km = DiffprivlibKMeans(1, epsilon=EPS, n_iter=2, random_state=int(rng.integers(2**31)))
+    return float(km.fit(X).cluster_centers_[0, 0])
 
 
 def test_diffprivlib_kmeans_passes():
@@ -217,49 +218,90 @@ def test_diffprivlib_kmeans_passes():
 
 def test_diffprivlib_kmeans_with_epsilon_mispassed_is_caught(monkeypatch):
     """The wrapper handing diffprivlib 1000x its epsilon (the ledger still records EPS)."""
-    import diffprivlib.models
+    from diffprivlib.models import KMeans
 
-    class Leaky(diffprivlib.models.KMeans):
-        def fit(self, X, y=None, sample_weight=None):
-            self.epsilon *= 1000
-            return super().fit(X)
+    fit = KMeans.fit
 
-    monkeypatch.setattr(diffprivlib.models, "KMeans", Leaky)
+    def leaky_fit(self, X, y=None, sample_weight=None):
+        self.epsilon *= 1000
+        return fit(self, X)
+
+    monkeypatch.setattr(KMeans, "fit", leaky_fit)
     result = audit(diffprivlib_centre, DPL_X, DPL_X_PRIME, DPL_RUNS, delta=0.0)
     assert_caught(result, EPS, 0.0)
 
 
-@known_bug(
-    reason="diffprivlib 0.6.6 KMeans._split_epsilon returns (per-dimension, count) epsilons "
-    "and fit unpacks them as (count, per-dimension): with d >= 5 features each iteration "
-    "spends (1 + d c) / (d + c) of its share, c = cbrt(4 d 0.225^2): 1.52x at d = 20",
-)
-def test_diffprivlib_kmeans_spends_at_most_its_epsilon(monkeypatch):
+@pytest.fixture
+def mechanism_epsilons(monkeypatch) -> dict[str, list[float]]:
+    """The epsilon of every mechanism diffprivlib's k-means creates: counts, then sums."""
+    from diffprivlib.mechanisms import GeometricFolded, LaplaceBoundedDomain
+
+    spent: dict[str, list[float]] = {"count": [], "sum": []}
+    for mechanism, key in ((GeometricFolded, "count"), (LaplaceBoundedDomain, "sum")):
+
+        def record(self, *args, _init=mechanism.__init__, _key=key, **kwargs):
+            spent[_key].append(kwargs["epsilon"])
+            _init(self, *args, **kwargs)
+
+        monkeypatch.setattr(mechanism, "__init__", record)
+    return spent
+
+
+@pytest.mark.parametrize("d", [2, 20, 64])
+def test_diffprivlib_kmeans_spends_at_most_its_epsilon(mechanism_epsilons, d):
     """Add up the epsilons diffprivlib hands its mechanisms (an audit by bookkeeping).
 
     Past a few dimensions the sampling test has no power (pure DP composed over d
     coordinates is far from tight at measurable probabilities), so the mechanisms' own
     parameters are read instead: per iteration, clusters are disjoint, so one iteration
-    costs one count's epsilon plus ``d`` coordinate sums'.
+    costs one count's epsilon plus ``d`` coordinate sums'. d = 20 is the research preset
+    (DP-PCA to 20 dimensions, then this k-means), where diffprivlib 0.6.6 alone spent 1.52x.
     """
-    import diffprivlib.models.k_means as dpl
+    k, n_iter = 3, 2
+    ledger = PrivacyLedger(epsilon=2.0, delta=DELTA)
+    X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(300, d))
+    km = DiffprivlibKMeans(k, epsilon=1.0, n_iter=n_iter, random_state=0, ledger=ledger).fit(X)
+    counts, sums = mechanism_epsilons["count"], mechanism_epsilons["sum"]
+    assert len(counts) == km.n_iter_ == n_iter and len(sums) == n_iter * k * d
+    # One record: one count and one cluster's d sums (1/k of all sums) per iteration.
+    assert sum(counts) + sum(sums) / k <= ledger.total() * (1 + 1e-12)
+    assert counts[0] / sums[0] == pytest.approx(np.cbrt(4 * d * 0.225**2))  # Su et al.'s split
 
-    spent: dict[str, list[float]] = {"count": [], "sum": []}
 
-    def recorder(mechanism: type, key: str) -> Callable:
-        def record(*args, **kwargs):
-            spent[key].append(kwargs["epsilon"])
-            return mechanism(*args, **kwargs)
+def test_diffprivlib_kmeans_noises_empty_clusters(mechanism_epsilons):
+    """Every cluster's count and sums are noised each iteration, rows or none.
 
-        return record
+    An unnoised empty cluster would keep its centre exactly, while one row would make it a
+    noisy mean: the output would show whether the cluster is empty.
+    """
+    X = np.full((20, 2), -0.4)  # all rows join one centre; the others stay empty
+    km = DiffprivlibKMeans(4, epsilon=1.0, n_iter=3, random_state=0).fit(X)
+    assert len(np.unique(km.labels_)) == 1
+    assert len(mechanism_epsilons["count"]) == 3 and len(mechanism_epsilons["sum"]) == 3 * 4 * 2
 
-    for name, key in (("GeometricFolded", "count"), ("LaplaceBoundedDomain", "sum")):
-        monkeypatch.setattr(dpl, name, recorder(getattr(dpl, name), key))
-    d, eps = 20, 1.0  # the research preset: DP-PCA to 20 dimensions, then this k-means
-    X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(2000, d))
-    DiffprivlibKMeans(3, epsilon=eps, random_state=0).fit(X)
-    per_iteration = spent["count"][0] + d * spent["sum"][0]
-    assert len(spent["count"]) * per_iteration <= eps * (1 + 1e-9)
+
+def test_diffprivlib_kmeans_iterations_do_not_depend_on_the_exact_size():
+    """At a size where diffprivlib's rule on the exact n steps (134 -> 135 rows: 2 -> 3
+    iterations), n and n + 1 rows with the same noisy count run the same iterations.
+    """
+    from diffprivlib.models import KMeans
+
+    n, noisy = 134, 140.0
+    exact_rule = KMeans(1, epsilon=1.0)._calc_iters
+    assert exact_rule(1, n) != exact_rule(1, n + 1)
+    X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(n + 1, 1))
+    iters = {
+        DiffprivlibKMeans(1, epsilon=1.0, random_state=0).fit(rows, noisy_n_samples=noisy).n_iter_
+        for rows in (X[:n], X)
+    }
+    assert iters == {su_iterations(1.0, 1, 1, noisy)}
+
+
+def test_su_iterations_is_diffprivlibs_rule():
+    from diffprivlib.models import KMeans
+
+    for k, d, n in [(1, 1, 134), (1, 1, 135), (5, 20, 60_000), (5, 20, 200_000), (3, 64, 10**7)]:
+        assert su_iterations(0.5, k, d, n) == KMeans(k, epsilon=0.5)._calc_iters(d, n)
 
 
 # --- PrivDPO weight (label DP) -------------------------------------------------------------

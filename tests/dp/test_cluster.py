@@ -195,12 +195,12 @@ def test_diffprivlib_fit_returns_self_and_records_pure_release(small) -> None:
     """``fit`` returns self and records one pure release whose epsilon is the whole spend."""
     X, _, _ = small
     ledger = PrivacyLedger(epsilon=2.0, delta=1e-5)
-    km = DiffprivlibKMeans(3, epsilon=0.5, random_state=0, ledger=ledger)
+    km = DiffprivlibKMeans(3, epsilon=0.5, n_iter=2, random_state=0, ledger=ledger)
     assert km.fit(X) is km
     (release,) = ledger.history
     assert release.mechanism == "pure" and release.delta == 0.0
     assert release.epsilon == 0.5 == km.epsilon_spent_
-    assert release.params["bounds"] == [-0.5, 0.5]
+    assert release.params["bounds"] == [-0.5, 0.5] and release.params["n_iter"] == 2
     assert ledger.total() == pytest.approx(0.5)
     assert km.cluster_centers_.shape == (3, D)
     assert km.labels_.shape == (len(X),)
@@ -213,20 +213,28 @@ def test_diffprivlib_predict_before_fit_raises() -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"epsilon": -1.0}, {"epsilon": 0.0}, {"n_clusters": 0}, {"bounds": (0.5, -0.5)}]
+    "kwargs",
+    [
+        {"epsilon": -1.0},
+        {"epsilon": 0.0},
+        {"n_clusters": 0},
+        {"bounds": (0.5, -0.5)},
+        {"n_iter": 0},
+        {"n_iter": None},  # and no noisy count to set it from
+    ],
 )
 def test_diffprivlib_bad_params_rejected(small, kwargs) -> None:
-    """Negative or zero epsilon, no clusters and inverted bounds raise ValueError."""
+    """Bad epsilon, clusters, bounds or iterations raise ValueError, as does no iteration count."""
     ledger = PrivacyLedger(epsilon=2.0, delta=1e-5)
     with pytest.raises(ValueError):
-        DiffprivlibKMeans(**{"n_clusters": 3, **kwargs}, ledger=ledger).fit(small[0])
+        DiffprivlibKMeans(**{"n_clusters": 3, "n_iter": 2, **kwargs}, ledger=ledger).fit(small[0])
     assert len(ledger) == 0
 
 
 def test_diffprivlib_over_budget_raises_before_release(small) -> None:
     """BudgetError: nothing recorded, no centres released."""
     ledger = PrivacyLedger(epsilon=0.1, delta=1e-5)
-    km = DiffprivlibKMeans(3, epsilon=0.5, ledger=ledger)
+    km = DiffprivlibKMeans(3, epsilon=0.5, n_iter=2, ledger=ledger)
     with pytest.raises(BudgetError):
         km.fit(small[0])
     assert len(ledger) == 0 and not hasattr(km, "cluster_centers_")
@@ -236,7 +244,7 @@ def test_diffprivlib_missing_bounds_warns(small) -> None:
     """bounds=None should fall back with a PrivacyLeakWarning, as the other estimators do."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        DiffprivlibKMeans(3, bounds=None, random_state=0).fit(small[0])
+        DiffprivlibKMeans(3, bounds=None, n_iter=2, random_state=0).fit(small[0])
     assert any(issubclass(w.category, PrivacyLeakWarning) for w in caught)
 
 
@@ -244,7 +252,8 @@ def test_diffprivlib_fixed_seed_repeats(small) -> None:
     """The same integer seed gives identical centres; another seed gives others."""
 
     def fit(seed):
-        return DiffprivlibKMeans(3, epsilon=1.0, random_state=seed).fit(small[0]).cluster_centers_
+        km = DiffprivlibKMeans(3, epsilon=1.0, random_state=seed)
+        return km.fit(small[0], noisy_n_samples=450.0).cluster_centers_
 
     np.testing.assert_array_equal(fit(3), fit(3))
     assert not np.allclose(fit(3), fit(4))
@@ -253,5 +262,5 @@ def test_diffprivlib_fixed_seed_repeats(small) -> None:
 def test_diffprivlib_large_epsilon_finds_the_clusters(small) -> None:
     """At large epsilon diffprivlib's k-means separates the planted clusters."""
     X, _, truth = small
-    km = DiffprivlibKMeans(3, epsilon=100.0, random_state=0).fit(X)
+    km = DiffprivlibKMeans(3, epsilon=100.0, n_iter=5, random_state=0).fit(X)
     assert same_partition(km.labels_, truth)
