@@ -30,10 +30,13 @@ debiased randomised-response loss ``((1 - rho) L(y_w, y_l) - rho L(y_l, y_w)) / 
 with ``rho = 1/(e^eps + 1)``: PrivDPO has that loss's gradient, not its value (``rr-dpo`` with
 ``rr_debias=True``).
 
-The loss is computed as ``L + c * L/psi`` with ``L/psi`` gradient-stopped in ``psi``
-(:func:`_loss_over_intensity`), never as ``w * L``: ``psi`` underflows to 0 for confident
-pairs, even in float64, where ``1/psi`` would turn the loss into ``inf * 0``; ``c`` itself is
-bounded.
+The loss's gradient in ``h`` is set to ``-beta * psi~`` (:func:`released_dpo_loss`), not
+derived by autograd from ``w * L``, which would add ``-beta psi`` and ``-beta c``: two
+roundings whose last bits differ between the two labels of a pair. For PrivDPO, ``psi~`` is
+computed in the label-free orientation (:func:`privdpo_intensity`), so that neighbouring
+labels give bit-identical sets of released gradients. The loss value ``w * L`` is written
+as ``L + c * L/psi`` (:func:`_loss_over_intensity`): ``psi`` underflows to 0 for confident
+pairs, even in float64, where ``1/psi`` would turn it into ``inf * 0``.
 
 Privacy
 -------
@@ -49,10 +52,12 @@ Neighbouring
     coefficient on the label-free ``v_ab``: ``-psi~`` when ``a`` is preferred and ``+psi~``
     when ``b`` is. For PrivDPO it takes two values, ``-p - 1/(e^eps - 1)`` and
     ``e^eps/(e^eps - 1) - p``, with probabilities ``(q, 1 - q)`` under one label and
-    ``(1 - q, q)`` under the other: a ratio of ``e^eps``. For Duchi and Piecewise the
-    coefficient is ``-M(p)`` against ``M(1 - p)``, which has the law of ``-M(p - 1)`` since
-    both mechanisms are odd-symmetric; ``p`` and ``p - 1`` lie in their input domain
-    ``[-1, 1]``, so the ratio is ``e^eps`` too.
+    ``(1 - q, q)`` under the other: a ratio of ``e^eps``. In floating point too: the two
+    values are computed from label-free quantities, then negated exactly where the
+    orientation flips (an attack after [3]_ reads the label from any bit that differs). For
+    Duchi and Piecewise the coefficient is ``-M(p)`` against ``M(1 - p)``, which has the law
+    of ``-M(p - 1)`` since both mechanisms are odd-symmetric; ``p`` and ``p - 1`` lie in their
+    input domain ``[-1, 1]``, so the ratio is ``e^eps`` too.
 Epsilon
     One pass over a random permutation in disjoint mini-batches touches each label once; the
     model a step uses depends on other records only through their own randomised outputs, so a
@@ -71,6 +76,8 @@ References
 .. [1] Wang, N. et al. "Collecting and analyzing multidimensional data with local
    differential privacy", ICDE 2019 (Duchi's and the Piecewise mechanism, eq. 1-5).
 .. [2] Warner, S. L. "Randomized response", JASA 1965.
+.. [3] Mironov, I. "On significance of the least significant bits for differential
+   privacy", CCS 2012.
 """
 
 from __future__ import annotations
@@ -139,6 +146,35 @@ def privdpo_weights(psi: torch.Tensor, epsilon: float, generator: torch.Generato
     """
     keep = privdpo_keep(psi.shape, epsilon, generator).to(psi.device)
     return 1.0 + _privdpo_offset(keep, epsilon, psi.dtype) / psi
+
+
+def privdpo_intensity(x: torch.Tensor, keep: torch.Tensor, epsilon: float) -> torch.Tensor:
+    """Released intensity ``psi~ = psi + c`` of PrivDPO, in the same bits under both labels.
+
+    Parameters
+    ----------
+    x : Tensor
+        ``beta * h`` in float64, gradient-stopped.
+    keep : Tensor of bool
+        The coins of :func:`privdpo_keep`.
+    epsilon : float
+        Label epsilon of one pass, > 0.
+
+    Notes
+    -----
+    The orientation ``(a, b)`` with ``h_ab = |h|``, the model's own ranking of the pair, is the
+    same under both labels. In it the coefficient released on ``v_ab`` is ``z^ - p = +-m + r``,
+    ``m = 1/2 + 1/(e^eps - 1)`` signed by the reported bit and ``r = 1/2 - sigmoid(-|x|)``, and
+    ``psi~`` is that coefficient negated where ``a`` is the chosen response. ``psi + c`` is the
+    same number but not the same bits: it rounds ``sigmoid(-x)`` under one label and
+    ``sigmoid(x)`` under the other. At ``h = 0`` both labels take ``a`` to be the chosen
+    response, which is harmless: ``r = 0`` there, so the two outputs are ``-m`` and ``+m``.
+    """
+    chosen_ahead = x >= 0
+    reports_b = chosen_ahead != keep
+    m = torch.tensor(0.5 + 1.0 / math.expm1(epsilon), dtype=torch.float64, device=x.device)
+    coefficient = torch.where(reports_b, m, -m) + (0.5 - torch.sigmoid(-x.abs()))
+    return torch.where(chosen_ahead, -coefficient, coefficient)
 
 
 def _privdpo_offset(keep: torch.Tensor, epsilon: float, dtype: torch.dtype) -> torch.Tensor:
@@ -246,24 +282,22 @@ class PrivatizedLoss:
 
 
 def _loss_over_intensity(x: torch.Tensor) -> torch.Tensor:
-    """``L / psi`` in value and ``-grad x`` in gradient, for ``x = beta * h``.
+    """``L / psi = softplus(-x) / sigmoid(-x)`` for ``x = beta * h``: 1 where both underflow."""
+    return torch.where(x > 40, 1.0, F.softplus(-x) / torch.sigmoid(-x))
 
-    ``L / psi = softplus(-x) / sigmoid(-x)`` tends to 1 as ``x`` grows, where both underflow;
-    with ``psi`` stopped, ``grad(L / psi) = grad L / psi = -grad x``.
+
+def released_dpo_loss(h: torch.Tensor, beta: float, intensity: torch.Tensor) -> torch.Tensor:
+    """Per-example loss whose gradient in ``h`` is ``-beta * intensity`` to the last bit.
+
+    ``intensity`` is the released ``psi~`` (float64). The value, ``w * L_DPO`` with
+    ``w = psi~ / psi``, is not released; the gradient is set rather than derived from it, so
+    that its bits are a function of ``psi~`` alone. ``psi~ = psi`` gives the DPO loss and
+    gradient up to rounding.
     """
-    xd = x.detach().double()
-    ratio = torch.where(xd > 40, 1.0, F.softplus(-xd) / torch.sigmoid(-xd))
-    return ratio.to(x.dtype) + (x.detach() - x)
-
-
-def reweighted_dpo_loss(h: torch.Tensor, beta: float, offset: torch.Tensor) -> torch.Tensor:
-    """Per-example ``w * L_DPO`` with ``w = 1 + offset / psi``, written without ``1/psi``.
-
-    ``offset = psi~ - psi`` is the privatised intensity minus the true one. A zero offset gives
-    the DPO loss and its gradient exactly.
-    """
-    x = beta * h
-    return -F.logsigmoid(x) + offset.to(x.dtype) * _loss_over_intensity(x)
+    x = beta * h.detach().double()
+    value = F.softplus(-x) + (intensity - torch.sigmoid(-x)) * _loss_over_intensity(x)
+    slope = (-beta * intensity).to(h.dtype)
+    return value.to(h.dtype) + slope * (h - h.detach())
 
 
 def private_dpo_loss(
@@ -314,13 +348,14 @@ def private_dpo_loss(
             rho = 1.0 - keep_probability(epsilon)
             value = ((1 - rho) * value + rho * F.logsigmoid(-x_seen)) / (1 - 2 * rho)
         return PrivatizedLoss(value, value.detach())
-    psi = torch.sigmoid(-x.detach().double())
+    xd = x.detach().double()
     if loss == "privdpo":
-        keep = privdpo_keep(h.shape, epsilon, generator).to(h.device)
-        offset = _privdpo_offset(keep, epsilon, torch.float64)
+        kept_label = privdpo_keep(h.shape, epsilon, generator).to(h.device)
+        intensity = privdpo_intensity(xd, kept_label, epsilon)
     else:
-        offset = SCALAR_MECHANISMS[loss](psi, epsilon, generator) - psi
-    # The released gradient is -(psi + offset) v: it "keeps" the label iff offset >= -1/2.
-    kept_label = offset >= -0.5
+        psi = torch.sigmoid(-xd)
+        intensity = SCALAR_MECHANISMS[loss](psi, epsilon, generator)
+        # The released gradient is -psi~ v: it "keeps" the label iff psi~ >= psi - 1/2.
+        kept_label = intensity - psi >= -0.5
     loggable = torch.where(kept_label, -F.logsigmoid(x), -F.logsigmoid(-x)).detach()
-    return PrivatizedLoss(reweighted_dpo_loss(h, beta, offset), loggable)
+    return PrivatizedLoss(released_dpo_loss(h, beta, intensity), loggable)

@@ -14,8 +14,9 @@ The neighbouring datasets are chosen so that the broken variants' outputs are de
 and differ (no eigenvalue or assignment ties), which makes "caught" a certainty rather than
 luck; the runs are then sized so that the noisy variants are caught with margin too.
 
-Two tests are marked :data:`known_bug`: bugs these audits found, one in diffprivlib's k-means
-budget split and one in PrivDPO's floating-point output. Pure functions that cost time but
+Two tests guard bugs these audits found and that are fixed: diffprivlib's k-means overspent
+its budget, and PrivDPO's output differed between the labels in its last bit. Pure functions
+that cost time but
 release nothing are memoised, and DP-SGD's PRV calibration is replaced by a constant (its
 output is not the statistic audited): each fixture says why.
 """
@@ -48,10 +49,6 @@ CONFIDENCE = 0.99
 EPS, DELTA = 1.0, 1e-5
 
 Statistic = Callable[[object, np.random.Generator], float]
-
-# A bug these audits found: the test asserts the correct behaviour and fails until the bug is
-# fixed; strict, so that the fix shows up as a failure and the mark is removed.
-known_bug = functools.partial(pytest.mark.xfail, strict=True, raises=AssertionError)
 
 
 @pytest.fixture(autouse=True)
@@ -311,16 +308,14 @@ PRIVDPO_RUNS = 20_000
 
 
 def privdpo_coefficients(
-    loss: str, seed: int, *, epsilon: float = EPS, digits: int | None = 12
+    loss: str, seed: int, *, epsilon: float = EPS
 ) -> tuple[np.ndarray, np.ndarray]:
     """The released gradient coefficient on the label-free direction ``v_ab``, many runs.
 
     Under ``D`` (``a`` preferred) the trainer's per-example gradient is ``dL/dh`` at ``h``;
     under ``D'`` (label flipped) the logit is ``-h`` and the same direction's coefficient is
     ``-dL/dh``. One batch of identical pairs draws one coin per example: one run each.
-    Rounded to ``digits`` decimals: the two labels give equal outputs only up to float
-    rounding (:func:`test_privdpo_coefficient_is_label_free_to_the_last_bit`), and it is the
-    mechanism, not float64's last bit, that these tests audit.
+    Unrounded: an output that differs between the labels in any bit gives the label away.
     """
     gen = torch.Generator().manual_seed(seed)
     out = []
@@ -330,8 +325,7 @@ def privdpo_coefficients(
             h, beta=BETA, loss=loss, epsilon=epsilon, generator=gen
         ).loss
         (grad,) = torch.autograd.grad(loss_value.sum(), h)
-        coefficient = sign * grad.numpy()
-        out.append(coefficient if digits is None else np.round(coefficient, digits))
+        out.append(sign * grad.numpy())
     return out[0], out[1]
 
 
@@ -356,15 +350,13 @@ def test_privdpo_with_wrong_keep_probability_is_caught(monkeypatch):
     assert_caught(result, EPS, 0.0)
 
 
-@known_bug(
-    reason="float rounding: the coefficient kept under one label and flipped under the other "
-    "differ in the last bit for some (h, eps), as sigmoid(-x) != 1 - sigmoid(x) in floats, "
-    "so an observer of one exact per-example coefficient who knows h learns the label",
-)
 def test_privdpo_coefficient_is_label_free_to_the_last_bit():
-    """The unrounded audit at eps = 0.5 (Mironov 2012's floating-point attack, in miniature)."""
+    """Mironov 2012's floating-point attack, in miniature: at eps = 0.5 the coefficient kept
+    under one label and flipped under the other used to differ in the last bit
+    (sigmoid(-x) != 1 - sigmoid(x) in floats), which gave the label away with certainty.
+    """
     eps = 0.5
-    first, second = privdpo_coefficients("privdpo", 0, epsilon=eps, digits=None)
+    first, second = privdpo_coefficients("privdpo", 0, epsilon=eps)
     result = distinguish(first, second, confidence=CONFIDENCE)
     assert not result.violates(eps), result.summary()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 
 import numpy as np
@@ -24,7 +25,7 @@ from dpprefsyn.train.privdpo import (
     privdpo_weight_distribution,
     privdpo_weights,
     randomized_response_flips,
-    reweighted_dpo_loss,
+    released_dpo_loss,
 )
 
 EPSILONS = (0.5, 1.0, 3.0)
@@ -91,14 +92,14 @@ def test_neighbouring_labels_give_outputs_within_e_eps(eps, psi_a):
         assert max(freq_a / freq_b, freq_b / freq_a) == pytest.approx(math.exp(eps), rel=0.08)
 
 
-def test_private_loss_with_unit_weight_is_dpo_exactly():
+def test_released_loss_of_the_true_intensity_is_dpo():
     h = torch.tensor([-30.0, -1.0, 0.0, 2.5, 800.0], requires_grad=True)
-    ours = reweighted_dpo_loss(h, 0.1, torch.zeros(5))
+    ours = released_dpo_loss(h, 0.1, torch.sigmoid(-0.1 * h.detach().double()))
     ref = dpo_loss(h, torch.zeros(5), torch.zeros(5), torch.zeros(5), 0.1)
-    assert torch.equal(ours, ref)
+    torch.testing.assert_close(ours, ref)
     (g_ours,) = torch.autograd.grad(ours.sum(), h)
     (g_ref,) = torch.autograd.grad(ref.sum(), h)
-    assert torch.equal(g_ours, g_ref)
+    torch.testing.assert_close(g_ours, g_ref)
     plain = private_dpo_loss(h, beta=0.1, loss="dpo", epsilon=None, generator=gen())
     assert torch.equal(plain.loss, ref)
 
@@ -122,19 +123,27 @@ def coin_seeds(eps: float) -> tuple[int, int]:
     return keeps[True], keeps[False]
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("eps", [0.5, 1.0, 3.0])
 @pytest.mark.parametrize("loss", ["privdpo", "rr-dpo"])
-def test_released_gradient_and_logged_loss_coincide_for_neighbours(loss):
-    """Kept under one label and flipped under the other give identical outputs."""
-    eps, beta = 1.0, 0.1
+def test_released_gradient_and_logged_loss_coincide_for_neighbours(loss, eps, dtype):
+    """Kept under one label and flipped under the other give the same outputs, to the bit.
+
+    h = 0 is every pair's logit at the first step, when the policy is the reference.
+    """
+    kw = {"beta": 0.1, "loss": loss, "epsilon": eps}
     keep_seed, flip_seed = coin_seeds(eps)
-    h_a = torch.tensor([1.7], dtype=torch.float64, requires_grad=True)
-    h_b = torch.tensor([-1.7], dtype=torch.float64, requires_grad=True)  # label swapped
-    a = private_dpo_loss(h_a, beta=beta, loss=loss, epsilon=eps, generator=gen(keep_seed))
-    b = private_dpo_loss(h_b, beta=beta, loss=loss, epsilon=eps, generator=gen(flip_seed))
-    (g_a,) = torch.autograd.grad(a.loss.sum(), h_a)
-    (g_b,) = torch.autograd.grad(b.loss.sum(), h_b)
-    torch.testing.assert_close(g_a, -g_b)  # grad h_b = -grad h_a
-    torch.testing.assert_close(a.loggable, b.loggable)
+    for h, (first, second) in itertools.product(
+        [1.7, 0.0, -0.3, 37.0, 1e4], [(keep_seed, flip_seed), (flip_seed, keep_seed)]
+    ):
+        h_a = torch.tensor([h], dtype=dtype, requires_grad=True)
+        h_b = torch.tensor([-h], dtype=dtype, requires_grad=True)  # label swapped
+        a = private_dpo_loss(h_a, generator=gen(first), **kw)
+        b = private_dpo_loss(h_b, generator=gen(second), **kw)
+        (g_a,) = torch.autograd.grad(a.loss.sum(), h_a)
+        (g_b,) = torch.autograd.grad(b.loss.sum(), h_b)
+        assert torch.equal(g_a, -g_b), h  # grad h_b = -grad h_a
+        assert torch.equal(a.loggable, b.loggable), h
 
 
 def test_debiased_rr_has_the_privdpo_gradient():
