@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 
 from dpprefsyn.embedding.cache import EmbeddingCache, text_key
 from dpprefsyn.embedding.models import default_model, model_fingerprint, resolve_model
-from dpprefsyn.embedding.truncation import truncate_pairs
+from dpprefsyn.embedding.truncation import CHARS_PER_TOKEN, clip_head, truncate_pairs
 from dpprefsyn.errors import DataError
 from dpprefsyn.templates import PromptTemplate, get_template
 
@@ -169,6 +169,10 @@ class Embedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts as they are; a text longer than the window loses its end.
 
+        A text far longer than the window is cut at white space before tokenizing (see
+        :data:`~dpprefsyn.embedding.truncation.CHARS_PER_TOKEN`), so a 10 MB text costs what
+        a page does.
+
         Each distinct text is embedded once; with a cache, a text embedded by an earlier call
         (same ``model_id``) is read back instead, and vectors are written every 1024 texts, so
         an interrupted run resumes where it stopped.
@@ -190,6 +194,8 @@ class Embedder:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"text #{i} is a {type(text).__name__}, not a str")
+        # The model reads only the head of a long text; tokenizing all of a huge one is slow.
+        texts = [clip_head(text, self._window * CHARS_PER_TOKEN) for text in texts]
         out = np.empty((len(texts), self._dimension), dtype=np.float32)
         first: dict[bytes, int] = {}  # key -> index of the first text with it
         keys = [text_key(text) for text in texts]

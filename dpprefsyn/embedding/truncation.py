@@ -13,7 +13,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["truncate_pairs"]
+__all__ = ["CHARS_PER_TOKEN", "clip_head", "clip_tail", "truncate_pairs"]
+
+CHARS_PER_TOKEN = 64
+"""Characters kept per token of budget before a text is tokenized at all.
+
+Tokenizing a 10 MB response with offsets takes half a minute and gigabytes of memory, only to
+keep its first few hundred tokens. Texts are first cut to ``CHARS_PER_TOKEN`` characters per
+token of budget, at white space, so no kept word is split: English averages about four
+characters a token, so the kept tokens are those of the uncut text. Only a text whose tokens
+average more than this (a base64 blob, a run of one character) is embedded from its cut head,
+still bounded and deterministic.
+"""
+
+
+def clip_head(text: str, max_chars: int) -> str:
+    """The start of ``text``, at most ``max_chars`` long, cut at white space where it can be."""
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars]
+    cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return head[:cut] if cut > max_chars // 2 else head
+
+
+def clip_tail(text: str, max_chars: int) -> str:
+    """The end of ``text``, at most ``max_chars`` long, cut at white space where it can be."""
+    if len(text) <= max_chars:
+        return text
+    tail = text[-max_chars:]
+    found = [i for i in (tail.find(" "), tail.find("\n"), tail.find("\t")) if i >= 0]
+    cut = min(found, default=-1)
+    return tail[cut:] if 0 <= cut < max_chars // 2 else tail
 
 
 def _offsets(tokenizer: Any, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
@@ -81,6 +111,9 @@ def truncate_pairs(
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
     if not prefixes:
         return []  # tokenizers reject an empty batch
+    limit = max_tokens * CHARS_PER_TOKEN
+    prefixes = [clip_tail(p, limit) for p in prefixes]
+    responses = [clip_head(r, limit) for r in responses]
     prefix_offsets = _offsets(tokenizer, prefixes)
     response_offsets = _offsets(tokenizer, responses)
     budgets: list[tuple[int, int]] = []
