@@ -80,14 +80,15 @@ def fit(
         raise _fail(str(err)) from None
     typer.echo(f"loaded {len(data)} private pairs ({data.format}); dropped {data.dropped or 0}")
     embedder = Embedder(cfg.embedding_model, max_seq_length=cfg.max_seq_length, cache_dir=cache_dir)
-    public_differences = None
-    if public_pool:
-        public_differences = _public_differences(public_pool, embedder, cfg.template)
     try:
+        public_differences = None
+        if public_pool:
+            public_differences = _public_differences(public_pool, embedder, cfg.template)
+        # DataError and DatasetTooSmallError are ValueErrors: one line, no traceback.
         model = fit_preference_model(
-            data, cfg, embedder=embedder, public_differences=public_differences
+            data, cfg, embedder=embedder, public_differences=public_differences, on_error=on_error
         )
-    except (BudgetError, ValueError) as err:
+    except (BudgetError, FileNotFoundError, ValueError) as err:
         raise _fail(str(err)) from None
     model.save(out)
     _print_report(model.privacy_report)

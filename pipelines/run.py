@@ -9,8 +9,9 @@ step reruns only what follows): ``prompts`` -> ``generate`` (checkpointed in sha
 ``embed`` -> ``fit`` (the only step that reads private records; a cache miss is new spending,
 checked against the dataset's lifetime budget under a lock) -> ``select`` -> ``export``.
 
-Exit codes: 0 done; 2 bad config; 3 privacy budget refused; 4 bad input data; 5 another run
-holds the budget lock; 1 anything else.
+Exit codes: 0 done; 2 bad config; 3 privacy budget refused; 4 bad input data (a bad record, or
+a private dataset too small for its epsilon); 5 another run holds the budget lock; 1 anything
+else.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 import polars as pl
 from pydantic import ValidationError
 
-from dpprefsyn.errors import BudgetError, DataError
+from dpprefsyn.errors import BudgetError, DataError, DatasetTooSmallError
 from dpprefsyn.privacy.budget_store import BudgetLockedError, BudgetStore
 from pipelines.config import PipelineConfig
 from pipelines.runner import Runner, StepResult
@@ -220,7 +221,23 @@ def step_fit(cfg: PipelineConfig, runner: Runner, embedded: StepResult) -> StepR
                 owners = np.load(embedded.path / "owners.npy")
                 public_diffs = pool_differences(vecs, owners.tolist())
             emb = _embedder(cfg)
-            model = fit_preference_model(data, fit, embedder=emb, public_differences=public_diffs)
+            try:
+                model = fit_preference_model(
+                    data,
+                    fit,
+                    embedder=emb,
+                    public_differences=public_diffs,
+                    on_error=cfg.private.on_error,
+                )
+            except DatasetTooSmallError as err:
+                # The count that decided the refusal is a release: it is spent for good.
+                store.record(
+                    fingerprint,
+                    epsilon=err.spent_epsilon,
+                    delta=err.spent_delta,
+                    run=f"{cfg.name} (refused: dataset too small)",
+                )
+                raise
             total = model.privacy_report["total"]
             store.record(fingerprint, epsilon=total["epsilon"], delta=total["delta"], run=cfg.name)
         model.privacy_report["private_data_fingerprint"] = fingerprint
@@ -305,6 +322,7 @@ def step_export(cfg: PipelineConfig, selected: StepResult, fitted: StepResult, p
     from dpprefsyn.synth.export import export_dataset
 
     report = json.loads((fitted.path / "model" / "privacy_report.json").read_text())
+    meta = json.loads((fitted.path / "model" / "model.json").read_text())
     token = os.environ.get(cfg.export.token_env) if cfg.export.push_to_hub else None
     out = export_dataset(
         pl.read_parquet(selected.path / "pairs.parquet"),
@@ -317,6 +335,7 @@ def step_export(cfg: PipelineConfig, selected: StepResult, fitted: StepResult, p
         formats=cfg.export.formats,
         push_to_hub=cfg.export.push_to_hub,
         token=token,
+        model_meta=meta,
     )
     marker.write_text(json.dumps(stamp))
     return out
@@ -405,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     except BudgetLockedError as err:
         print(f"locked: {err}", file=sys.stderr)
         return EXIT["locked"]
+    except DatasetTooSmallError as err:
+        print(f"refused: {err}", file=sys.stderr)
+        return EXIT["data"]
     except DataError as err:
         print(f"bad input: {err}", file=sys.stderr)
         return EXIT["data"]

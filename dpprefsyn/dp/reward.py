@@ -24,7 +24,11 @@ from dpprefsyn.privacy.analysis import gaussian_mu
 
 
 def _check_fit_inputs(z, groups, noisy_counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    z = check_matrix(z, "z")
+    # No rows is valid input: kept clusters may hold no record (their counts are noisy), and
+    # refusing them would reveal that. Their rewards are then noise alone, as DP requires.
+    z = np.asarray(z, dtype=np.float64)
+    if not (z.ndim == 2 and z.shape[0] == 0 and z.shape[1] > 0):
+        z = check_matrix(z, "z")
     groups = np.asarray(groups, dtype=np.int64)
     noisy_counts = np.asarray(noisy_counts, dtype=np.float64)
     if groups.shape != (len(z),):
