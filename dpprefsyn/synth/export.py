@@ -36,6 +36,150 @@ def to_trl(pairs: pl.DataFrame, style: Literal["standard", "conversational"]) ->
     )
 
 
+def _mechanism(release: dict[str, Any]) -> str:
+    """One release in plain words: what was noised, and how."""
+    stage, mechanism = release["stage"], release["mechanism"]
+    params = release.get("params") or {}
+    if stage == "count":
+        return (
+            "the number of records, with Laplace noise (sensitivity 1); it sets delta and "
+            "decides whether the data are large enough for the budget"
+        )
+    if stage == "pca":
+        return "DP-PCA: Gaussian noise on the second-moment matrix of the preference vectors"
+    if stage == "cluster" and mechanism == "pure":
+        return "diffprivlib's k-means: Laplace noise on each iteration's cluster sums and sizes"
+    if stage == "cluster":
+        return "spherical k-means: Gaussian noise on each iteration's cluster sums and sizes"
+    if stage == "histogram":
+        return "the number of records in each cluster, with Gaussian noise (empty ones too)"
+    if mechanism == "subsampled_gaussian":
+        return (
+            "DP-SGD on each cluster's reward: per-record clipped gradients, Poisson-sampled "
+            "batches and Gaussian noise at every step (PRV accountant)"
+        )
+    if params.get("estimator") == "dp-mean":
+        return "each cluster's sum of preference vectors, with Gaussian noise"
+    if stage == "reward":
+        return (
+            "each cluster's first and second moments of the preference vectors, with Gaussian "
+            "noise (one Newton step of a Bradley-Terry reward)"
+        )
+    return f"{mechanism} mechanism"
+
+
+def privacy_section(
+    report: dict[str, Any],
+    *,
+    prompt_sources: Sequence[str] = (),
+    generators: Sequence[str] = (),
+    model_meta: dict[str, Any] | None = None,
+) -> str:
+    """The card's section for a privacy officer, in plain words, from the privacy report.
+
+    It says what is protected, what was spent, by which mechanisms and how they compose, what
+    is assumed public, where the noise comes from, and what the guarantee does not cover.
+    """
+    total = report["total"]
+    eps, delta = total["epsilon"], total["delta"]
+    budget = report.get("budget", {})
+    meta = model_meta or {}
+    config = meta.get("config", {})
+    embedder = meta.get("embedder", {}).get("embedding_model") or meta.get("embedder", {}).get(
+        "model"
+    )
+    asked = f" (of a budget of epsilon={budget['epsilon']:.4g})" if "epsilon" in budget else ""
+    if report.get("delta_from_noisy_count"):
+        delta_how = "delta was set to 1/n~ from the noisy count, never from the exact one"
+    else:
+        delta_how = "delta was set by the operator"
+    if report.get("delta_note"):
+        delta_how += f"; {report['delta_note']}"
+    seen: dict[str, None] = {}
+    for r in report["releases"]:
+        seen.setdefault(f"- `{r['stage']}`: {_mechanism(r)}.", None)
+    mechanisms = "\n".join(seen)
+    gens = ", ".join(sorted(set(generators))) or "none recorded"
+    noise = report.get("noise_source", "unspecified")
+    if "insecure" in noise:
+        noise = (
+            f"{noise}. **The noise came from a fixed seed: whoever knows it can subtract the "
+            "noise, so in practice this dataset has no guarantee.** Numbers below are "
+            "what the same fit with fresh noise would give"
+        )
+    else:
+        noise = f"Drawn from {noise}"
+    pool = (
+        ", the public candidate pool the projection is fitted on"
+        if config.get("projection_used") == "public"
+        else ""
+    )
+    preset_caveat = ""
+    dpl = [r for r in report["releases"] if r["stage"] == "cluster" and r["mechanism"] == "pure"]
+    if dpl:
+        iters = (
+            ""
+            if "n_iter" in (dpl[0].get("params") or {})
+            else "chooses its number of iterations from the exact number of records, and "
+        )
+        preset_caveat = (
+            f"\n- **The paper preset's k-means**: diffprivlib {iters}draws its noise from "
+            "its own generator, seeded with 31 bits drawn from ours, so the noise is only as "
+            "hard to guess as 31 bits. The default configuration does not use it."
+        )
+    return f"""## Privacy statement for a privacy officer
+
+**What is protected.** Every field of every private record: the prompt, the chosen
+response, the rejected response and the preference label (which of the two was preferred).
+The unit of protection is one record. Neighbouring relation:
+{report["neighbouring_relation"]}.
+
+**What was spent.** epsilon={eps:.4g}{asked}, delta={delta:.3g}: the whole guarantee of the
+one private fit this dataset comes from. {delta_how[0].upper() + delta_how[1:]}. Choosing the
+pairs and writing this dataset are post-processing of that fit and spend nothing more.
+
+**Mechanisms.** Each value learned from the private records is one of these releases or
+computed from them:
+
+{mechanisms}
+
+**Composition.** {report["composition"]} The table below lists each release with its
+standalone cost; the total above is their composition, not their sum.
+
+**Assumed public.** The guarantee treats as public, and so does not protect: the embedding
+model ({embedder or "as recorded in model.json"}), the generators of the candidate responses
+({gens}), the public prompt sources ({", ".join(prompt_sources) or "none recorded"}){pool}
+and the software. If private records
+are also in any of these (for example in a pretrained model's training data), they are not
+protected by this guarantee.
+
+**Noise source.** {noise}. numpy's PCG64 is not itself a cryptographic generator; only
+noisy aggregates are released, never its raw output. The proofs assume exact real-valued
+Gaussian and Laplace noise; the noise is sampled in 64-bit floating point, whose uneven
+spacing can in principle leak the low-order bits (Mironov, CCS 2012). No snapping or discrete
+mechanism is used, as in opacus's default mode: the guarantee is the textbook one, not a
+floating-point-exact one.
+
+**Not covered.**
+
+- **Other runs**: this card states one fit. Every new fit of the same private data spends
+  again; the lifetime total is tracked only in the operator's `state_dir`
+  (`budgets/<fingerprint>.json`), which this card cannot see. A fit refused as too small
+  spends its noisy count too.
+- **People, not records**: a person who contributed k records is protected at about k times
+  epsilon (and a larger delta), not at epsilon.
+- **Public data leakage**: anything private inside the public prompts, candidates or
+  pretrained models (see above).
+- **Side channels**: running time, memory use, the sizes of intermediate files and whether a
+  run failed are not protected; run the fit where only the operator observes them.
+- **The operator's console**: the pipeline prints the exact numbers of private records read
+  and dropped for the operator. They are not differentially private, are written to no
+  output, and must not be shared.
+- **Storage**: the private data, the embedding cache (vectors of private texts) and
+  `state_dir` must be protected by their owner.{preset_caveat}
+"""
+
+
 def dataset_card(
     report: dict[str, Any],
     *,
@@ -45,8 +189,13 @@ def dataset_card(
     generators: Sequence[str],
     private_fingerprint: str | None,
     style: str,
+    model_meta: dict[str, Any] | None = None,
 ) -> str:
-    """Markdown card that states the guarantee in plain words (and its limits)."""
+    """Markdown card that states the guarantee in plain words (and its limits).
+
+    ``model_meta`` is the model's ``model.json`` (embedder and fit configuration), named in
+    the privacy statement when given.
+    """
     total = report["total"]
     releases = "\n".join(
         f"| {r['stage']} | {r['mechanism']} | {r['epsilon']:.4g} | {r['delta']:.3g} |"
@@ -58,6 +207,9 @@ def dataset_card(
         "and reveals nothing of its content)"
         if private_fingerprint
         else "not recorded"
+    )
+    statement = privacy_section(
+        report, prompt_sources=prompt_sources, generators=generators, model_meta=model_meta
     )
     return f"""---
 license: other
@@ -85,10 +237,7 @@ private record (its prompt, both responses and which one was preferred) changes 
 probability of producing this dataset by at most a factor e^{total["epsilon"]:.3g}, except with
 probability {total["delta"]:.3g}.
 
-- Neighbouring relation: {report["neighbouring_relation"]}.
-- Composition: {report["composition"]}
-- Noise: {report.get("noise_source", "unspecified")}.
-- Private data fingerprint: {fingerprint}.
+Private data fingerprint: {fingerprint}.
 
 Every value learned from the private data is one of these releases or computed from them:
 
@@ -99,11 +248,7 @@ Every value learned from the private data is one of these releases or computed f
 The prompts and candidate responses are public; only the choice of `chosen` and `rejected`
 comes from the private preference model, as post-processing (no further privacy cost).
 
-**Not covered**: the public prompt sources and generators are assumed public. The guarantee
-protects records, not people with many records: a person who contributed k records is
-protected at k times epsilon. It says nothing about the private data's storage, nor about
-the embedding cache of the fit, which holds vectors of private texts.
-
+{statement}
 ## Provenance
 
 - Public prompt sources: {", ".join(prompt_sources) or "none"}
@@ -125,11 +270,13 @@ def export_dataset(
     formats: Sequence[str] = (),
     push_to_hub: str | None = None,
     token: str | None = None,
+    model_meta: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/dataset`` (``save_to_disk``), the card and the privacy report.
 
     ``formats`` may add ``"parquet"`` and ``"jsonl"`` files; ``push_to_hub`` (a repo id) with
-    ``token`` uploads the dataset and its card.
+    ``token`` uploads the dataset and its card. ``model_meta`` (the model's ``model.json``)
+    lets the card name the embedder and the fit configuration.
     """
     import datasets
     from huggingface_hub import DatasetCard
@@ -152,6 +299,7 @@ def export_dataset(
             generators=generators,
             private_fingerprint=private_fingerprint,
             style=style,
+            model_meta=model_meta,
         )
     )
     card.save(str(out / CARD_FILE))
