@@ -305,13 +305,17 @@ def fit_from_embeddings(
         ).fit(cluster_input)
         labels, centers = km.labels_, km.cluster_centers_
     elif cfg.clustering == "diffprivlib":
+        # Iterations from the noisy count when there is one, as the research code sets them
+        # from the size; the exact size would leak through them.
+        counted = count_release is not None
         km = DiffprivlibKMeans(
             k,
             epsilon=reserve_eps["cluster"],
             bounds=cfg.kmeans_bounds,
+            n_iter=None if counted else cfg.kmeans_iters,
             random_state=int(rng.integers(2**31)),
             ledger=ledger,
-        ).fit(cluster_input)
+        ).fit(cluster_input, noisy_n_samples=noisy_n if counted else None)
         labels, centers = km.labels_, km.cluster_centers_
     else:
         labels = np.zeros(n, dtype=np.int64)
