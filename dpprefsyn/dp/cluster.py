@@ -220,6 +220,8 @@ class DiffprivlibKMeans(ClusterMixin, BaseEstimator):
         Lloyd iterations, public. ``None`` applies Su et al.'s rule (:func:`su_iterations`) to
         the ``noisy_n_samples`` given to :meth:`fit`.
     random_state : int or None
+        ``None`` (for releases): diffprivlib's secure mode, noise from ``secrets.SystemRandom``;
+        an int makes the noise reproducible and guessable (tests only).
     ledger : PrivacyLedger or None
 
     Attributes

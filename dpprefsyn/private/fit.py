@@ -313,7 +313,8 @@ def fit_from_embeddings(
             epsilon=reserve_eps["cluster"],
             bounds=cfg.kmeans_bounds,
             n_iter=None if counted else cfg.kmeans_iters,
-            random_state=int(rng.integers(2**31)),
+            # None: diffprivlib's secure mode, noise from secrets.SystemRandom (a CSPRNG).
+            random_state=None if cfg.insecure_seed is None else int(rng.integers(2**31)),
             ledger=ledger,
         ).fit(cluster_input, noisy_n_samples=noisy_n if counted else None)
         labels, centers = km.labels_, km.cluster_centers_

@@ -48,7 +48,10 @@ def _mechanism(release: dict[str, Any]) -> str:
     if stage == "pca":
         return "DP-PCA: Gaussian noise on the second-moment matrix of the preference vectors"
     if stage == "cluster" and mechanism == "pure":
-        return "diffprivlib's k-means: Laplace noise on each iteration's cluster sums and sizes"
+        return (
+            "diffprivlib's k-means: Laplace noise on each iteration's cluster sums and sizes, "
+            "drawn from secrets.SystemRandom unless a fixed seed was set"
+        )
     if stage == "cluster":
         return "spherical k-means: Gaussian noise on each iteration's cluster sums and sizes"
     if stage == "histogram":
@@ -116,16 +119,11 @@ def privacy_section(
     )
     preset_caveat = ""
     dpl = [r for r in report["releases"] if r["stage"] == "cluster" and r["mechanism"] == "pure"]
-    if dpl:
-        iters = (
-            ""
-            if "n_iter" in (dpl[0].get("params") or {})
-            else "chooses its number of iterations from the exact number of records, and "
-        )
+    if dpl and "n_iter" not in (dpl[0].get("params") or {}):
         preset_caveat = (
-            f"\n- **The paper preset's k-means**: diffprivlib {iters}draws its noise from "
-            "its own generator, seeded with 31 bits drawn from ours, so the noise is only as "
-            "hard to guess as 31 bits. The default configuration does not use it."
+            "\n- **The paper preset's k-means** (a model fitted before dpprefsyn fixed it): "
+            "diffprivlib 0.6.6 chose its number of iterations from the exact number of records "
+            "and spent more than its stated epsilon on each iteration. Refit the model."
         )
     return f"""## Privacy statement for a privacy officer
 

@@ -241,3 +241,35 @@ def test_bad_inputs_rejected(train) -> None:
     no_pca_share = FitConfig(**FAST, projection="dp-pca", budget_split={"reward": 1.0})
     with pytest.raises(ValueError, match="budget_split"):
         fit_from_embeddings(chosen, rejected, no_pca_share)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize(("seed", "secure"), [(None, True), (0, False)])
+def test_diffprivlib_noise_is_secure_unless_seeded(train, monkeypatch, seed, secure) -> None:
+    """Without a seed diffprivlib gets ``random_state=None``: its secure mode (SystemRandom)."""
+    import secrets
+
+    from diffprivlib.utils import check_random_state
+
+    from dpprefsyn.private import fit as fit_module
+
+    seen = []
+    original = fit_module.DiffprivlibKMeans.fit
+
+    def spy(self, *args, **kwargs):
+        seen.append(self.random_state)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(fit_module.DiffprivlibKMeans, "fit", spy)
+    cfg = FitConfig(
+        epsilon=4.0,
+        projection="none",
+        clustering="diffprivlib",
+        n_clusters=2,
+        insecure_seed=seed,
+    )
+    fit_from_embeddings(*train, cfg)
+    assert (seen[0] is None) is secure
+    # What diffprivlib's KMeans.fit and then each of its mechanisms make of the argument.
+    noise_source = check_random_state(check_random_state(seen[0]), secure=True)
+    assert isinstance(noise_source, secrets.SystemRandom) is secure

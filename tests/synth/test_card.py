@@ -57,5 +57,6 @@ def test_the_paper_presets_k_means_caveats_are_stated():
     card, _ = _card(cfg)
     assert "`cluster`: diffprivlib's k-means" in card
     assert "`pca`: DP-PCA" in card
-    assert "31 bits" in card
+    assert "secrets.SystemRandom" in card
+    assert "Refit the model" not in card  # the caveat of models fitted before the k-means fix
     assert "the public candidate pool the projection is fitted on" not in card
