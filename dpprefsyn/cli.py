@@ -236,11 +236,8 @@ def _model_embedder(pm, cache_dir: Path | None):
     from dpprefsyn.embedding import Embedder
     from dpprefsyn.templates import get_template
 
-    info = pm.embedder
-    embedder = Embedder(
-        info.get("embedding_model"), max_seq_length=info.get("max_seq_length"), cache_dir=cache_dir
-    )
-    return embedder, get_template(info.get("template", "dialogue"))
+    embedder = Embedder.for_fitted(pm.embedder, cache_dir=cache_dir)
+    return embedder, get_template(pm.embedder.get("template", "dialogue"))
 
 
 @app.command()

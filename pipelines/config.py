@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dpprefsyn.private import FitConfig
 
@@ -76,7 +76,15 @@ class PipelineConfig(Section):
         description="Embedding cache (vectors keyed by text hashes, no text); it holds vectors "
         "of private texts, so it stays with the owner. Default: state_dir/embeddings.",
     )
-    private: PrivateSource
+    private: PrivateSource | None = Field(
+        None, description="Private preferences to fit on (this run is then the data owner's)."
+    )
+    model: Path | None = Field(
+        None,
+        description="Instead of `private`: a preference model fitted elsewhere (`dpprefsyn fit` "
+        "or another run's fit/model folder). Synthesis then reads no private record and spends "
+        "nothing; the data owner's budget log accounts for the fit.",
+    )
     fit: dict[str, Any] = Field(default_factory=dict, description="FitConfig fields.")
     budget: Budget = Field(default_factory=Budget)
     prompts: list[PromptSource]
@@ -93,6 +101,14 @@ class PipelineConfig(Section):
         except TypeError as err:
             raise ValueError(f"unknown fit setting: {err}") from None
         return value
+
+    @model_validator(mode="after")
+    def _one_private_source(self) -> PipelineConfig:
+        if (self.private is None) == (self.model is None):
+            raise ValueError("give exactly one of `private` (data to fit on) or `model`")
+        if self.model is not None and self.fit:
+            raise ValueError("`fit` settings apply only with `private`: the model is fitted")
+        return self
 
     @field_validator("prompts")
     @classmethod
@@ -126,7 +142,12 @@ class PipelineConfig(Section):
                 return str(p)
             return str((base / q).resolve())
 
-        self.private.path = fix(self.private.path)
+        if self.private is not None:
+            self.private.path = fix(self.private.path)
+        if self.model is not None:
+            self.model = Path(fix(self.model))
+            if not (self.model / "model.json").is_file():
+                raise ValueError(f"model: {self.model} is not a preference model folder")
         for src in self.prompts:
             src.path = fix(src.path)
         pool = dict(self.generation.pool)

@@ -143,11 +143,29 @@ def read_candidates(generated: StepResult) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+def _fitted_embedder_info(cfg: PipelineConfig) -> dict:
+    """How candidates must be embedded: as the given model was, or as this run's fit will."""
+    if cfg.model is not None:
+        meta = json.loads((cfg.model / "model.json").read_text())
+        return {**meta["embedder"], "routed": meta.get("routing") == "prompt"}
+    fit = cfg.fit_config()
+    return {
+        "embedding_model": fit.embedding_model,
+        "max_seq_length": fit.max_seq_length,
+        "template": fit.template,
+        "routed": fit.clustering != "none" and fit.cluster_on == "prompt",
+    }
+
+
 def _embedder(cfg: PipelineConfig):
     from dpprefsyn.embedding import Embedder
 
-    fit = cfg.fit_config()
-    return Embedder(fit.embedding_model, max_seq_length=fit.max_seq_length, cache_dir=cfg.cache_dir)
+    info = _fitted_embedder_info(cfg)
+    if cfg.model is not None:
+        return Embedder.for_fitted(info, cache_dir=cfg.cache_dir)
+    return Embedder(
+        info["embedding_model"], max_seq_length=info["max_seq_length"], cache_dir=cfg.cache_dir
+    )
 
 
 def step_embed(
@@ -155,15 +173,9 @@ def step_embed(
 ) -> StepResult:
     from dpprefsyn.templates import get_template
 
-    fit = cfg.fit_config()
-    payload = {
-        "generate": generated.signature,
-        "model": fit.embedding_model,
-        "max_seq_length": fit.max_seq_length,
-        "template": fit.template,
-    }
-    routed = fit.clustering != "none" and fit.cluster_on == "prompt"
-    payload["routed"] = routed
+    info = _fitted_embedder_info(cfg)
+    routed = info["routed"]
+    payload = {"generate": generated.signature, **info}
 
     def fn(folder: Path) -> dict:
         table = pl.read_parquet(prompts.path / "prompts.parquet")
@@ -175,7 +187,7 @@ def step_embed(
                 owners.append(row)
                 cprompts.append(prompt)
         emb = _embedder(cfg)
-        vecs = emb.encode_pairs(cprompts, texts, get_template(fit.template))
+        vecs = emb.encode_pairs(cprompts, texts, get_template(info["template"]))
         np.save(folder / "candidates.npy", vecs.astype(np.float32))
         np.save(folder / "owners.npy", np.asarray(owners, dtype=np.int64))
         if routed:  # prompt embeddings are only read to route prompts to clusters
@@ -249,6 +261,29 @@ def step_fit(cfg: PipelineConfig, runner: Runner, embedded: StepResult) -> StepR
             file=sys.stderr,
         )
         return {"fingerprint": fingerprint, "epsilon": total["epsilon"], "delta": total["delta"]}
+
+    return runner.run("fit", payload, fn)
+
+
+def step_load_model(cfg: PipelineConfig, runner: Runner) -> StepResult:
+    """Take a model fitted elsewhere: no private record is read and nothing is spent here."""
+    import shutil
+
+    from dpprefsyn.artifact import PreferenceModel
+
+    files = sorted(p for p in cfg.model.iterdir() if p.is_file())
+    payload = {"model": {p.name: _file_digest(str(p)) for p in files}}
+
+    def fn(folder: Path) -> dict:
+        model = PreferenceModel.load(cfg.model)  # validates it before anything is built on it
+        shutil.copytree(cfg.model, folder / "model")
+        total = model.privacy_report["total"]
+        return {
+            "fingerprint": model.privacy_report.get("private_data_fingerprint"),
+            "epsilon": total["epsilon"],
+            "delta": total["delta"],
+            "given": True,
+        }
 
     return runner.run("fit", payload, fn)
 
@@ -348,22 +383,28 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     prompts = step_prompts(cfg, runner)
     generated = step_generate(cfg, runner, prompts)
     embedded = step_embed(cfg, runner, prompts, generated)
-    fitted = step_fit(cfg, runner, embedded)
+    if cfg.model is not None:
+        fitted = step_load_model(cfg, runner)
+    else:
+        fitted = step_fit(cfg, runner, embedded)
     selected = step_select(cfg, runner, prompts, generated, embedded, fitted)
     t = time.perf_counter()
     out = step_export(cfg, selected, fitted, prompts)
-    store = BudgetStore(cfg.state_dir / "budgets")
-    spent, _ = store.spent(fitted.info["fingerprint"])
+    given = fitted.info.get("given", False)
+    spent = None
+    if not given:
+        spent, _ = BudgetStore(cfg.state_dir / "budgets").spent(fitted.info["fingerprint"])
     summary = {
         "dataset": str(out / "dataset"),
         "pairs_written": selected.info["n_pairs"],
         "pairs_dropped": selected.info["dropped"],
         "prompts_dropped": prompts.info["dropped"],
-        "epsilon_this_run": 0.0 if fitted.cached else fitted.info["epsilon"],
+        "epsilon_this_run": 0.0 if fitted.cached or given else fitted.info["epsilon"],
         "fit_epsilon": fitted.info["epsilon"],
         "fit_delta": fitted.info["delta"],
+        "model_given": given,
         "lifetime_epsilon_spent": spent,
-        "lifetime_epsilon_remaining": cfg.budget.lifetime_epsilon - spent,
+        "lifetime_epsilon_remaining": None if given else cfg.budget.lifetime_epsilon - spent,
         "steps": {
             r.name: {"cached": r.cached, "seconds": round(r.seconds, 2)} for r in runner.results
         },
@@ -384,11 +425,15 @@ def print_summary(s: dict) -> None:
     print(f"pairs written:  {s['pairs_written']}")
     print(f"pairs dropped:  {s['pairs_dropped'] or 'none'}")
     print(f"prompts dropped:{' ' + str(s['prompts_dropped']) if s['prompts_dropped'] else ' none'}")
+    lifetime = (
+        "lifetime budget kept by the data owner (model given)"
+        if s["model_given"]
+        else f"lifetime spent {s['lifetime_epsilon_spent']:.4g}, "
+        f"remaining {s['lifetime_epsilon_remaining']:.4g}"
+    )
     print(
         f"privacy:        epsilon spent this run {s['epsilon_this_run']:.4g} "
-        f"(model: epsilon={s['fit_epsilon']:.4g}, delta={s['fit_delta']:.3g}); "
-        f"lifetime spent {s['lifetime_epsilon_spent']:.4g}, "
-        f"remaining {s['lifetime_epsilon_remaining']:.4g}"
+        f"(model: epsilon={s['fit_epsilon']:.4g}, delta={s['fit_delta']:.3g}); {lifetime}"
     )
     steps = ", ".join(
         f"{k} " + ("cached" if v["cached"] else f"{v['seconds']}s") for k, v in s["steps"].items()

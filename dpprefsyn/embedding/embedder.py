@@ -156,6 +156,29 @@ class Embedder:
         self._st = st
         return self
 
+    @classmethod
+    def for_fitted(cls, info: dict, **kwargs) -> Embedder:
+        """The embedder a preference model was fitted with (``PreferenceModel.embedder``).
+
+        Raises
+        ------
+        ValueError
+            If the weights, window or truncation rule loaded here differ from the fit's: its
+            rewards would score a different embedding.
+        """
+        from dpprefsyn.embedding.models import fitted_embedding_model
+
+        embedder = cls(
+            fitted_embedding_model(info), max_seq_length=info.get("max_seq_length"), **kwargs
+        )
+        fitted_with = info.get("model")
+        if fitted_with is not None and embedder.model_id != fitted_with:
+            raise ValueError(
+                f"the preference model was fitted on embeddings from {fitted_with!r}, but this "
+                f"embedder is {embedder.model_id!r}: its rewards are meaningless here"
+            )
+        return embedder
+
     @property
     def model_id(self) -> str:
         """Weights fingerprint, window and pair truncation rule (loads the model)."""

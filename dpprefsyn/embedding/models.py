@@ -9,6 +9,7 @@ __all__ = [
     "CPU_DEFAULT_MODEL",
     "CUDA_DEFAULT_MODEL",
     "default_model",
+    "fitted_embedding_model",
     "model_fingerprint",
     "resolve_model",
 ]
@@ -31,6 +32,20 @@ def default_model(device: str) -> str:
     A name, not a path, so an artifact records the same model on every machine.
     """
     return CUDA_DEFAULT_MODEL if device.startswith("cuda") else CPU_DEFAULT_MODEL
+
+
+def fitted_embedding_model(info: dict) -> str:
+    """Embedding model a preference model was fitted with (its ``embedder`` info).
+
+    A model fitted with ``embedding_model=None`` used the device default (bge-large on CUDA,
+    the bundled MiniLM on CPU). The stored weights id names which, so scoring loads the same
+    model on any device instead of that device's own default.
+    """
+    if info.get("embedding_model") is not None:
+        return info["embedding_model"]
+    if str(info.get("model", "")).startswith(f"{CUDA_DEFAULT_MODEL}@"):
+        return CUDA_DEFAULT_MODEL
+    return default_model("cpu")
 
 
 def resolve_model(model: str) -> str:

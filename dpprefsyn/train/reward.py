@@ -104,19 +104,7 @@ class PrivateRewardFunction:
             return self
         from dpprefsyn.embedding import Embedder
 
-        info = self.model.embedder
-        embedder = Embedder(
-            _embedding_model(info),
-            device=self.device,
-            max_seq_length=info.get("max_seq_length"),
-            show_progress=False,
-        )
-        fitted_with = info.get("model")
-        if fitted_with is not None and embedder.model_id != fitted_with:
-            raise ValueError(
-                f"the preference model was fitted on embeddings from {fitted_with!r}, but this "
-                f"embedder is {embedder.model_id!r}: its rewards are meaningless here"
-            )
+        embedder = Embedder.for_fitted(self.model.embedder, device=self.device, show_progress=False)
         self._encoder = embedder
         return self
 
@@ -139,19 +127,3 @@ class PrivateRewardFunction:
         else:
             scores = self.model.mixture_reward(psi)
         return torch.from_numpy(np.asarray(scores, dtype=np.float32))
-
-
-def _embedding_model(info: dict) -> str | None:
-    """Embedding model to load: the stored one, or the default the fit itself resolved.
-
-    A model fitted with ``embedding_model=None`` used the device default (bge-large on CUDA,
-    the bundled MiniLM on CPU). The stored weights id names which, so the reward loads the same
-    model on any device instead of that device's own default.
-    """
-    from dpprefsyn.embedding import CUDA_DEFAULT_MODEL, default_model
-
-    if info.get("embedding_model") is not None:
-        return info["embedding_model"]
-    if str(info.get("model", "")).startswith(f"{CUDA_DEFAULT_MODEL}@"):
-        return CUDA_DEFAULT_MODEL
-    return default_model("cpu")

@@ -32,7 +32,9 @@ def write_config(tmp_path: Path, demo_dir: Path, cache: Path, **overrides) -> Pa
         "demo_truth": str(demo_dir / "truth.json"),
     }
     for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+        if value is None:
+            cfg.pop(key, None)
+        elif isinstance(value, dict) and isinstance(cfg.get(key), dict):
             cfg[key] = {**cfg[key], **value}
         else:
             cfg[key] = value
@@ -79,6 +81,53 @@ def test_demo_run_writes_a_trl_dataset_and_a_rerun_is_free(
     assert BudgetStore(tmp_path / "state" / "budgets").spent(fingerprint) == spent_before
     assert second < 0.1 * first
     assert summary["pairs_written"] == again["pairs_written"]
+
+
+def test_a_model_fitted_elsewhere_synthesises_without_private_data(
+    tmp_path, demo_dir, embedding_cache, capfd
+):
+    """The privacy boundary as a deployment: the owner fits, synthesis gets only the model."""
+    import shutil
+
+    import polars as pl
+    from canaries import CANARY
+
+    owner = tmp_path / "owner"
+    owner.mkdir()
+    assert run_mod.main(["--config", str(write_config(owner, demo_dir, embedding_cache))]) == 0
+    model_dir = next((owner / "out").rglob("model.json")).parent
+    public = tmp_path / "public"
+    public.mkdir()
+    for name in ("public_prompts.jsonl", "public_candidates.jsonl", "truth.json"):
+        shutil.copy(demo_dir / name, public / name)
+    capfd.readouterr()
+
+    config = write_config(
+        tmp_path, public, embedding_cache, private=None, fit=None, model=str(model_dir)
+    )
+    assert run_mod.main(["--config", str(config)]) == 0
+    out = tmp_path / "out"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model_given"] and summary["epsilon_this_run"] == 0.0
+    assert not (tmp_path / "state" / "budgets").exists()
+    owner_pairs = pl.read_parquet(next((owner / "out").rglob("pairs.parquet")))
+    pairs = pl.read_parquet(next(out.rglob("pairs.parquet")))
+    assert pairs.drop("source").equals(owner_pairs.drop("source"))  # source: the file path
+    report = json.loads((out / "privacy_report.json").read_text())
+    assert f"{report['total']['epsilon']:.4g}" in (out / "README.md").read_text()
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
+    captured = capfd.readouterr()
+    assert CANARY not in captured.out + captured.err
+    assert "private data:" not in captured.err  # no private record was read
+
+
+@pytest.mark.parametrize("sources", [{}, {"model": "somewhere"}])
+def test_exactly_one_of_private_data_or_model(tmp_path, demo_dir, embedding_cache, sources):
+    overrides = {"private": None} if not sources else sources
+    config = write_config(tmp_path, demo_dir, embedding_cache, **overrides)
+    assert run_mod.main(["--config", str(config)]) == 2
 
 
 def test_changing_selection_reruns_only_selection(tmp_path, demo_dir, embedding_cache):
