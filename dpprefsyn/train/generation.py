@@ -58,8 +58,7 @@ def generate_with_model(
     from transformers import GenerationConfig
 
     from dpprefsyn.synth.backends.base import derive_seed
-    from dpprefsyn.train.modeling import chat_texts, encoded_batches
-    from dpprefsyn.train.rl import _eos_token_ids
+    from dpprefsyn.train.modeling import chat_texts, encoded_batches, eos_token_ids
 
     texts, special = chat_texts(tokenizer, list(prompts), chat_template=config.chat_template)
     sample = config.temperature > 0
@@ -68,7 +67,7 @@ def generate_with_model(
         max_new_tokens=config.max_new_tokens,
         do_sample=sample,
         **(sampling if sample else {}),
-        eos_token_id=_eos_token_ids(model.generation_config, tokenizer),
+        eos_token_id=eos_token_ids(model.generation_config, tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=model.generation_config.bos_token_id,
     )

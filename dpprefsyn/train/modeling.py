@@ -112,3 +112,14 @@ def encoded_batches(
             add_special_tokens=add_special_tokens,
         )
         yield batch, encoding.to(device)
+
+
+def eos_token_ids(generation_config: Any, tokenizer: Any) -> list[int]:
+    """Every id that ends a response: the model's generation EOS ids and the tokenizer's."""
+    ids = generation_config.eos_token_id
+    ids = [] if ids is None else [ids] if isinstance(ids, int) else list(ids)
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    if not ids:
+        raise ValueError("the model has no EOS token: responses could not end")
+    return ids

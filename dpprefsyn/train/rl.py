@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.nn.functional as F
 
+from dpprefsyn.train.modeling import eos_token_ids
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -358,7 +360,7 @@ def train_rl(
     (out / CONFIG_FILE).write_text(json.dumps(asdict(cfg), indent=2))
 
     saved_generation_config = policy.generation_config
-    eos_ids = _eos_token_ids(saved_generation_config, tokenizer)
+    eos_ids = eos_token_ids(saved_generation_config, tokenizer)
     policy.generation_config = _plain_generation_config(saved_generation_config, tokenizer)
     optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.learning_rate)
     forks = [device] if device.type == "cuda" else []
@@ -500,17 +502,6 @@ def _encode_prompts(tokenizer: Any, prompts: list[str], cfg: RLConfig) -> Any:
     )
 
 
-def _eos_token_ids(generation_config: Any, tokenizer: Any) -> list[int]:
-    """Every id that ends a response: the model's generation EOS ids and the tokenizer's."""
-    ids = generation_config.eos_token_id
-    ids = [] if ids is None else [ids] if isinstance(ids, int) else list(ids)
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
-        ids.append(tokenizer.eos_token_id)
-    if not ids:
-        raise ValueError("the model has no EOS token: responses could not end")
-    return ids
-
-
 def _plain_generation_config(generation_config: Any, tokenizer: Any) -> Any:
     """Build a generation config holding only the special ids, for sampling during RL.
 
@@ -521,7 +512,7 @@ def _plain_generation_config(generation_config: Any, tokenizer: Any) -> Any:
     from transformers import GenerationConfig
 
     return GenerationConfig(
-        eos_token_id=_eos_token_ids(generation_config, tokenizer),
+        eos_token_id=eos_token_ids(generation_config, tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=generation_config.bos_token_id,
     )
