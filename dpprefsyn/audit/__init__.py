@@ -12,6 +12,13 @@ from dpprefsyn.audit.distinguish import (
     distinguish,
 )
 from dpprefsyn.audit.linear import linear_scores
+from dpprefsyn.audit.membership import (
+    MembershipResult,
+    dataset_similarity_scores,
+    dp_advantage_bound,
+    membership_auc,
+    model_margin_scores,
+)
 from dpprefsyn.audit.one_run import (
     AuditResult,
     audit,
@@ -24,11 +31,16 @@ __all__ = [
     "AuditResult",
     "DistinguishResult",
     "EventBound",
+    "MembershipResult",
     "audit",
     "clopper_pearson",
+    "dataset_similarity_scores",
     "distinguish",
+    "dp_advantage_bound",
     "epsilon_lower_bound",
     "insert_canaries",
     "linear_scores",
+    "membership_auc",
+    "model_margin_scores",
     "p_value",
 ]
