@@ -137,7 +137,7 @@ def main() -> None:
         nargs="+",
         type=float,
         default=[1.0, 2.0, 4.0],
-        help="epsilons for the DP-SGD rows (each fit calibrates noise with the PRV accountant)",
+        help="epsilons for the DP-SGD rows (slow: each fit calibrates its noise)",
     )
     ap.add_argument("--configs", nargs="*", default=None, help="subset of row labels")
     ap.add_argument("--json", type=Path, default=None)

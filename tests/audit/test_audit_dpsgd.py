@@ -22,7 +22,7 @@ EPSILON, DELTA = 2.0, 1e-5
 # went in: as in the pipeline, where they come from the DP histogram.
 NOISY_COUNT = N_ORDINARY + M / 2
 PLAN = [(4 / NOISY_COUNT, 450)]  # (sample rate, steps) at the defaults: batch 4, 4 epochs
-# calibrate_subsampled_gaussian(EPSILON, DELTA, PLAN), pinned: the PRV search takes ~25 s here.
+# calibrate_subsampled_gaussian(EPSILON, DELTA, PLAN), pinned: the search takes ~10-25 s here.
 # The accountant still prices it in every run (epsilon_spent_), and a slow test re-derives it.
 SIGMA = 0.8152
 
@@ -71,5 +71,5 @@ def test_dpsgd_reward_without_noise_fails_the_one_run_audit(pinned_calibration) 
 
 @pytest.mark.slow
 def test_pinned_noise_multiplier_is_the_calibrated_one() -> None:
-    """SIGMA is what the PRV calibration gives for the audited plan."""
+    """SIGMA is what the calibration gives for the audited plan."""
     assert calibrate_subsampled_gaussian(EPSILON, DELTA, PLAN) == pytest.approx(SIGMA, rel=1e-3)

@@ -81,7 +81,7 @@ def paper_config() -> FitConfig:
 
 @pytest.mark.slow
 def test_paper_dpsgd_fit_passes_the_one_run_audit() -> None:
-    """Slow: the PRV calibration of DP-SGD takes ~25 s on a loaded CPU."""
+    """Slow: the noise calibration of DP-SGD takes ~25 s on a loaded CPU."""
     assert run_audit(paper_config()).epsilon_lower_bound <= EPSILON
 
 

@@ -17,7 +17,7 @@ luck; the runs are then sized so that the noisy variants are caught with margin 
 Two tests guard bugs these audits found and that are fixed: diffprivlib's k-means overspent
 its budget, and PrivDPO's output differed between the labels in its last bit. Pure functions
 that cost time but
-release nothing are memoised, and DP-SGD's PRV calibration is replaced by a constant (its
+release nothing are memoised, and DP-SGD's noise calibration is replaced by a constant (its
 output is not the statistic audited): each fixture says why.
 """
 
@@ -426,7 +426,7 @@ def test_fit_report_with_exact_histogram_is_caught(monkeypatch):
     assert_caught(result, FIT_EPS, FIT_DELTA)
 
 
-# DP-SGD's released plan. The PRV calibration of the noise multiplier costs ~13 s a fit, so
+# DP-SGD's released plan. The calibration of the noise multiplier costs ~13 s a fit, so
 # it is replaced by a constant: the statistic (the released sampling rate) does not depend
 # on it, and the rate's own path (noisy histogram -> rate -> report) runs unchanged. The
 # histogram gets half the budget (default: 1/10 of these two stages) so that the noisy count

@@ -76,8 +76,10 @@ def calibrate_subsampled_gaussian(
 
     ``plans`` lists ``(sample_rate, steps)`` pairs, one per disjoint group: under parallel
     composition the guarantee is that of the most expensive group, so the noise is set for it.
-    The search uses the PRV bound alone (one accountant per evaluation); the epsilon reported
-    afterwards, :func:`subsampled_gaussian_epsilon`, is never larger.
+    The search prices noise with the pessimistic PLD bound on a grid fine for ``epsilon``
+    (several times faster than PRV at many steps, and tighter, so less noise is added); the
+    result is then checked with :func:`subsampled_gaussian_epsilon`, the epsilon that will be
+    reported, and raised until that is within the target.
     """
     if epsilon <= 0 or not 0 < delta < 1:
         raise ValueError(f"need epsilon > 0 and 0 < delta < 1, got ({epsilon}, {delta})")
@@ -85,37 +87,45 @@ def calibrate_subsampled_gaussian(
     if not plans:
         raise ValueError("no DP-SGD step to calibrate")
 
+    fine = min(FINE_INTERVAL, 2e-3 * epsilon)
+
     @functools.cache  # the bracket's ends are priced again by brentq; each costs seconds
-    def cost(sigma: float, plan: tuple[float, int]) -> float:
-        try:
-            return prv_subsampled_gaussian_epsilon(sigma, plan[0], plan[1], delta)
-        except RuntimeError:
-            # The PRV discretisation breaks down at tiny noise, where epsilon is huge anyway.
-            return math.inf
+    def cost(sigma: float, plan: tuple[float, int], interval: float = fine) -> float:
+        return pld_subsampled_gaussian_epsilon(sigma, plan[0], plan[1], delta, interval=interval)
 
-    def solve(plan: tuple[float, int]) -> float:
+    def root(plan: tuple[float, int], lo: float, hi: float, interval: float) -> float:
+        """Bracket ``log sigma`` in ``[lo, hi]`` (widening it), then find the target's root."""
+
         def excess(log_sigma: float) -> float:
-            return cost(math.exp(log_sigma), plan) - epsilon
+            return cost(math.exp(log_sigma), plan, interval) - epsilon
 
-        lo, hi = math.log(0.3), math.log(2.0)
         while excess(lo) < 0:
             lo -= 1.0
         while excess(hi) > 0:
             hi += 1.0
             if hi > math.log(1e6):
                 raise ValueError("no noise multiplier below 1e6 meets the target")
-        return math.exp(brentq(excess, lo, hi, xtol=rtol) + rtol)  # root lies within xtol
+        return brentq(excess, lo, hi, xtol=rtol) + rtol  # the root lies within xtol
+
+    def solve(plan: tuple[float, int]) -> float:
+        # A coarse grid (cheap; it can only overestimate epsilon) finds the neighbourhood, the
+        # fine grid the root: fine evaluations at tiny noise would be the slowest of all.
+        near = root(plan, math.log(0.3), math.log(2.0), 10 * fine)
+        return math.exp(root(plan, near - 0.1, near, fine))
 
     # Calibrate on the plan that is most expensive at unit noise, then check the others at the
     # result and move to any that costs more: one search instead of one per plan and step.
     remaining = sorted(set(plans), key=lambda plan: -cost(1.0, plan))
-    sigma = solve(remaining.pop(0))
+    worst = remaining.pop(0)
+    sigma = solve(worst)
     while remaining:
         worse = [plan for plan in remaining if cost(sigma, plan) > epsilon]
         if not worse:
-            return sigma
+            break
         remaining = [plan for plan in remaining if plan not in worse]
         sigma = max(solve(plan) for plan in worse)
+    while any(subsampled_gaussian_epsilon(sigma, q, t, delta) > epsilon for q, t in set(plans)):
+        sigma *= 1 + rtol
     return sigma
 
 
