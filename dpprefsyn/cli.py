@@ -64,12 +64,27 @@ def fit(
     on_error: Annotated[str, typer.Option(help="raise or drop malformed records.")] = "raise",
     cache_dir: Annotated[Path | None, typer.Option(help="Embedding cache (private!).")] = None,
     insecure_seed: Annotated[int | None, typer.Option(help="Fix the noise (tests only).")] = None,
+    state_dir: Annotated[
+        Path,
+        typer.Option(
+            help="Owner-side state: fingerprint key and lifetime budget logs.",
+            envvar="DPPREFSYN_STATE_DIR",
+        ),
+    ] = Path(".dpprefsyn"),
+    lifetime_epsilon: Annotated[
+        float, typer.Option(help="Total epsilon over every fit of this dataset.")
+    ] = 10.0,
 ) -> None:
-    """Fit the private preference model (the only command that reads private records)."""
+    """Fit the private preference model (the only command that reads private records).
+
+    Each fit spends from the dataset's lifetime budget in ``state_dir``; running the same fit
+    into the same ``out`` again reuses the model and spends nothing.
+    """
     from dpprefsyn.embedding import Embedder
     from dpprefsyn.errors import BudgetError, DataError
     from dpprefsyn.loaders import load_preferences
-    from dpprefsyn.private import fit_preference_model
+    from dpprefsyn.privacy.budget_store import BudgetLockedError
+    from dpprefsyn.private.budgeted import budgeted_fit, data_fingerprint, lifetime_spent
 
     cfg = _fit_config(
         config, preset, {"epsilon": epsilon, "delta": delta, "insecure_seed": insecure_seed}
@@ -79,20 +94,59 @@ def fit(
     except (DataError, FileNotFoundError, ValueError) as err:
         raise _fail(str(err)) from None
     typer.echo(f"loaded {len(data)} private pairs ({data.format}); dropped {data.dropped or 0}")
+    fingerprint = data_fingerprint(data, state_dir)
+    signature = _fit_signature(fingerprint, cfg.to_dict(), public_pool or [])
+    stamp = out / FIT_STAMP
+    if stamp.is_file() and json.loads(stamp.read_text()) == signature:
+        report = json.loads((out / "privacy_report.json").read_text())
+        _print_report(report)
+        typer.echo(f"{out} already holds this fit of this dataset: reused, nothing spent")
+        return
     embedder = Embedder(cfg.embedding_model, max_seq_length=cfg.max_seq_length, cache_dir=cache_dir)
     try:
         public_differences = None
         if public_pool:
             public_differences = _public_differences(public_pool, embedder, cfg.template)
-        # DataError and DatasetTooSmallError are ValueErrors: one line, no traceback.
-        model = fit_preference_model(
-            data, cfg, embedder=embedder, public_differences=public_differences, on_error=on_error
+        model = budgeted_fit(
+            data,
+            cfg,
+            state_dir=state_dir,
+            fingerprint=fingerprint,
+            lifetime_epsilon=lifetime_epsilon,
+            run=f"dpprefsyn fit --out {out}",
+            embedder=embedder,
+            public_differences=public_differences,
+            on_error=on_error,
         )
-    except (BudgetError, FileNotFoundError, ValueError) as err:
+    except (BudgetError, BudgetLockedError) as err:
+        raise _fail(str(err), code=3) from None
+    except (FileNotFoundError, ValueError) as err:
+        # DataError and DatasetTooSmallError are ValueErrors: one line, no traceback.
         raise _fail(str(err)) from None
     model.save(out)
+    stamp.write_text(json.dumps(signature))
     _print_report(model.privacy_report)
+    spent, _ = lifetime_spent(state_dir, fingerprint)
+    typer.echo(f"lifetime epsilon of this dataset: {spent:.4g} spent of {lifetime_epsilon:.4g}")
     typer.echo(f"preference model written to {out}")
+
+
+FIT_STAMP = "fit_signature.json"
+"""Written beside a model by ``fit``: what it was fitted from, so the same fit is reused."""
+
+
+def _fit_signature(fingerprint: str, config: dict, public_pool: list[Path]) -> dict:
+    """The keyed data fingerprint, the settings and the public files' digests (no private text)."""
+    import hashlib
+
+    return {
+        "data": fingerprint,
+        "config": json.loads(json.dumps(config, default=str)),
+        "public_pool": {
+            str(p): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+            for p in public_pool
+        },
+    }
 
 
 def _public_differences(paths: list[Path], embedder, template: str):

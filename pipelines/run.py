@@ -28,7 +28,7 @@ import polars as pl
 from pydantic import ValidationError
 
 from dpprefsyn.errors import BudgetError, DataError, DatasetTooSmallError
-from dpprefsyn.privacy.budget_store import BudgetLockedError, BudgetStore
+from dpprefsyn.privacy.budget_store import BudgetLockedError
 from pipelines.config import PipelineConfig
 from pipelines.runner import Runner, StepResult
 
@@ -201,7 +201,7 @@ def step_embed(
 def step_fit(cfg: PipelineConfig, runner: Runner, embedded: StepResult) -> StepResult:
     """The privacy boundary: reads private records, writes the preference model."""
     from dpprefsyn.loaders import load_preferences
-    from dpprefsyn.private.fingerprint import dataset_fingerprint, load_or_create_key
+    from dpprefsyn.private.budgeted import data_fingerprint
 
     fit = cfg.fit_config()
     data = load_preferences(
@@ -210,49 +210,32 @@ def step_fit(cfg: PipelineConfig, runner: Runner, embedded: StepResult) -> StepR
         split=cfg.private.split,
         on_error=cfg.private.on_error,
     )
-    fingerprint = dataset_fingerprint(data.table, load_or_create_key(cfg.state_dir))
+    fingerprint = data_fingerprint(data, cfg.state_dir)
     public = embedded.signature if fit.projection == "public" else None
     payload = {"data": fingerprint, "fit": fit.to_dict(), "public": public}
-    store = BudgetStore(cfg.state_dir / "budgets")
 
     def fn(folder: Path) -> dict:
-        from dpprefsyn.private import fit_preference_model
+        from dpprefsyn.private.budgeted import budgeted_fit
         from dpprefsyn.public_pool import pool_differences
 
-        with store.lock(fingerprint, timeout=cfg.budget.lock_timeout_s):
-            store.check(
-                fingerprint,
-                epsilon=fit.epsilon,
-                delta=fit.delta or 0.0,
-                lifetime_epsilon=cfg.budget.lifetime_epsilon,
-                lifetime_delta=cfg.budget.lifetime_delta,
-            )
-            public_diffs = None
-            if fit.projection == "public":
-                vecs = np.load(embedded.path / "candidates.npy")
-                owners = np.load(embedded.path / "owners.npy")
-                public_diffs = pool_differences(vecs, owners.tolist())
-            emb = _embedder(cfg)
-            try:
-                model = fit_preference_model(
-                    data,
-                    fit,
-                    embedder=emb,
-                    public_differences=public_diffs,
-                    on_error=cfg.private.on_error,
-                )
-            except DatasetTooSmallError as err:
-                # The count that decided the refusal is a release: it is spent for good.
-                store.record(
-                    fingerprint,
-                    epsilon=err.spent_epsilon,
-                    delta=err.spent_delta,
-                    run=f"{cfg.name} (refused: dataset too small)",
-                )
-                raise
-            total = model.privacy_report["total"]
-            store.record(fingerprint, epsilon=total["epsilon"], delta=total["delta"], run=cfg.name)
-        model.privacy_report["private_data_fingerprint"] = fingerprint
+        public_diffs = None
+        if fit.projection == "public":
+            vecs = np.load(embedded.path / "candidates.npy")
+            owners = np.load(embedded.path / "owners.npy")
+            public_diffs = pool_differences(vecs, owners.tolist())
+        model = budgeted_fit(
+            data,
+            fit,
+            state_dir=cfg.state_dir,
+            fingerprint=fingerprint,
+            lifetime_epsilon=cfg.budget.lifetime_epsilon,
+            lifetime_delta=cfg.budget.lifetime_delta,
+            lock_timeout=cfg.budget.lock_timeout_s,
+            run=cfg.name,
+            embedder=_embedder(cfg),
+            public_differences=public_diffs,
+            on_error=cfg.private.on_error,
+        )
         model.save(folder / "model")
         # Exact counts of the private data are for the operator's eyes: printed, never written.
         print(
@@ -260,6 +243,7 @@ def step_fit(cfg: PipelineConfig, runner: Runner, embedded: StepResult) -> StepR
             "(exact counts, not written to any output)",
             file=sys.stderr,
         )
+        total = model.privacy_report["total"]
         return {"fingerprint": fingerprint, "epsilon": total["epsilon"], "delta": total["delta"]}
 
     return runner.run("fit", payload, fn)
@@ -393,7 +377,9 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     given = fitted.info.get("given", False)
     spent = None
     if not given:
-        spent, _ = BudgetStore(cfg.state_dir / "budgets").spent(fitted.info["fingerprint"])
+        from dpprefsyn.private.budgeted import lifetime_spent
+
+        spent, _ = lifetime_spent(cfg.state_dir, fitted.info["fingerprint"])
     summary = {
         "dataset": str(out / "dataset"),
         "pairs_written": selected.info["n_pairs"],

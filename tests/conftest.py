@@ -14,6 +14,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def owner_state_dir(tmp_path_factory) -> Path:
+    """Where ``dpprefsyn fit`` keeps budget logs during tests (not the working directory)."""
+    state = tmp_path_factory.mktemp("owner-state")
+    os.environ["DPPREFSYN_STATE_DIR"] = str(state)
+    return state
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data``; tests that need it are skipped where it is absent."""

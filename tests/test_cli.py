@@ -83,3 +83,32 @@ def test_fit_rejects_a_bad_config_value(tmp_path):
     )
     assert res.exit_code == 2
     assert "projection" in res.output
+
+
+def test_a_repeated_fit_is_reused_and_the_lifetime_budget_holds(
+    tmp_path, demo_dir, embedding_cache
+):
+    """Same data, settings and out: nothing is spent again; a new fit past the budget exits 3."""
+    state = tmp_path / "state"
+    model_dir = tmp_path / "model"
+    args = [
+        "fit", "--private", str(demo_dir / "private.jsonl"), "--epsilon", "4",
+        "--out", str(model_dir), "--cache-dir", str(embedding_cache),
+        "--state-dir", str(state), "--lifetime-epsilon", "6",
+    ]  # fmt: skip
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    budgets = list((state / "budgets").glob("*.json"))
+    assert len(budgets) == 1
+    assert len(json.loads(budgets[0].read_text())["spends"]) == 1
+
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert "nothing spent" in again.output
+    assert len(json.loads(budgets[0].read_text())["spends"]) == 1
+
+    elsewhere = [str(tmp_path / "m2") if a == str(model_dir) else a for a in args]
+    other = runner.invoke(app, elsewhere)  # a new fit: 4 more would exceed 6
+    assert other.exit_code == 3, other.output
+    assert "lifetime budget" in other.output
+    assert not (tmp_path / "m2").exists()
