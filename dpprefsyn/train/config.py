@@ -141,6 +141,10 @@ class PreferenceTrainingConfig(_ModelTrainingConfig):
         run's label epsilon is ``epsilon * num_train_epochs``.
     rr_debias : bool, default=False
         ``rr-dpo`` only: the unbiased loss for flipped labels instead of DPO on them.
+    insecure_coin_seed : int or None, default=None
+        Fix the private losses' coins (tests and reproductions only). None draws 128 bits of
+        OS entropy per run: coins derived from the public training ``seed`` alone could be
+        recomputed by anyone, undoing the label noise.
     precompute_ref_logps : bool, default=True
         Score the training pairs with the initial model once, before training, instead of
         keeping a frozen copy in memory and running it at every step.
@@ -179,6 +183,10 @@ class PreferenceTrainingConfig(_ModelTrainingConfig):
     )
     rr_debias: bool = field(
         default=False, metadata={"help": "rr-dpo only: unbiased loss for randomised labels."}
+    )
+    insecure_coin_seed: int | None = field(
+        default=None,
+        metadata={"help": "Fix the label-noise coins (tests only: no guarantee if known)."},
     )
     precompute_ref_logps: bool = field(
         default=True,

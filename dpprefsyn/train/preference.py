@@ -16,6 +16,7 @@ import contextlib
 import copy
 import logging
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +130,12 @@ class PreferenceTrainer(Trainer):
         )
         self.ref_model = None if ref_model is None else ref_model.to(self.args.device)
         self._micro_batch = (-1, 0)  # (optimiser step, micro-batch index within it)
+        # The coins' secret: the training seed is public (it shuffles batches), the coins not.
+        self._coin_key = (
+            args.insecure_coin_seed
+            if args.insecure_coin_seed is not None
+            else int.from_bytes(os.urandom(16), "little")
+        )
         self._loggable: torch.Tensor | None = None
         if args.precompute_ref_logps:
             self.train_dataset = self._with_ref_logps(self.train_dataset)
@@ -162,6 +169,11 @@ class PreferenceTrainer(Trainer):
             "composition": (
                 "each pass over a random permutation in disjoint mini-batches is "
                 "epsilon-label-DP; passes compose linearly: label_epsilon = epsilon x passes"
+            ),
+            "coin_source": (
+                "insecure fixed seed (tests and reproductions only: no guarantee)"
+                if self.args.insecure_coin_seed is not None
+                else "128 bits of OS entropy, fresh for this run"
             ),
         }
 
@@ -213,17 +225,20 @@ class PreferenceTrainer(Trainer):
                 return pair_logps(model, inputs)
 
     def _coins(self) -> torch.Generator:
-        """A generator for one training micro-batch, keyed by seed, process, step and index.
+        """A generator for one training micro-batch, keyed by a secret, process, step and index.
 
         Keyed, not running: a single running generator would restart on resume from a
         checkpoint (and repeat on every process), giving other pairs the coins already used. A
         pair whose label the adversary knows would then reveal a coin, and with it the label it
-        randomised. Keys are unique within a run; a resumed micro-batch replays its own coins.
+        randomised. Keys are unique within a run. The secret is fresh per trainer (it is
+        never written next to the model, which may be published), so a run resumed from a
+        checkpoint redraws the coins of the steps it redoes: pairs whose randomised losses were
+        already logged in the lost steps are then randomised twice (twice their epsilon).
         """
         step = self.state.global_step
         index = self._micro_batch[1] + 1 if self._micro_batch[0] == step else 0
         self._micro_batch = (step, index)
-        key = [self.args.seed, self.args.process_index, step, index]
+        key = [self._coin_key, self.args.process_index, step, index]
         seed = np.random.SeedSequence(key).generate_state(1, np.uint64)[0]
         return torch.Generator().manual_seed(int(seed))
 

@@ -64,7 +64,8 @@ Epsilon
     pass is ``eps``-label-DP. Each pass draws fresh coins: ``k`` passes give ``k * eps``
     (:func:`label_epsilon`). Coins must never be shared between pairs (a pair whose label is
     known would reveal the coin of another): the trainer draws them from a generator keyed by
-    seed, process, step and micro-batch. The training loss the trainer logs is a function of
+    a per-run secret (128 bits of OS entropy; the training seed is public), process, step and
+    micro-batch. The training loss the trainer logs is a function of
     the released outputs only (:attr:`PrivatizedLoss.loggable`); the loss value ``w * L`` is
     not, and is not logged.
 Not covered

@@ -127,7 +127,11 @@ def test_sft_loss_is_token_mean_nll_on_responses(tiny_model, tokenizer, pairs, t
 
 
 def test_coins_are_keyed_by_step_and_micro_batch(tiny_model, tokenizer, pairs, tmp_path):
-    """Fresh coins for every micro-batch; the same ones again for the same seed and position."""
+    """Fresh coins for every micro-batch; the same ones only for the same insecure seed.
+
+    The public training seed alone must not determine the coins: two trainers with the same
+    ``seed`` and no ``insecure_coin_seed`` draw different ones.
+    """
 
     def draws(trainer: PreferenceTrainer, steps: int, micro: int) -> list[float]:
         out = []
@@ -136,11 +140,14 @@ def test_coins_are_keyed_by_step_and_micro_batch(tiny_model, tokenizer, pairs, t
             out += [torch.rand(1, generator=trainer._coins()).item() for _ in range(micro)]
         return out
 
-    cfg = config(tmp_path, loss="privdpo", epsilon=1.0)
-    a = PreferenceTrainer(tiny_model, cfg, train_dataset=pairs, processing_class=tokenizer)
-    b = PreferenceTrainer(
-        copy.deepcopy(tiny_model), cfg, train_dataset=pairs, processing_class=tokenizer
-    )
-    first = draws(a, 3, 2)
+    def trainer(**kwargs) -> PreferenceTrainer:
+        cfg = config(tmp_path, loss="privdpo", epsilon=1.0, **kwargs)
+        model = copy.deepcopy(tiny_model)
+        return PreferenceTrainer(model, cfg, train_dataset=pairs, processing_class=tokenizer)
+
+    first = draws(trainer(insecure_coin_seed=7), 3, 2)
     assert len(set(first)) == 6
-    assert draws(b, 3, 2) == first
+    assert draws(trainer(insecure_coin_seed=7), 3, 2) == first
+    secure = trainer()
+    assert draws(secure, 3, 2) != draws(trainer(), 3, 2)
+    assert "OS entropy" in secure.privacy_report()["coin_source"]
