@@ -333,6 +333,8 @@ def run_seed(seed: int, work: Path, hp: dict[str, Any], *, tune: bool = False) -
             epsilon=hp["epsilon"] / epochs if with_eps else None,
             config=common
             | extra
+            # Fixed coins make the table reproducible; real runs draw them from OS entropy.
+            | ({"insecure_coin_seed": seed} if with_eps else {})
             | {
                 "learning_rate": lr,
                 "num_train_epochs": epochs,
