@@ -7,6 +7,7 @@ trains all clusters at once and their releases compose in parallel.
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 import numpy as np
@@ -21,6 +22,8 @@ from dpprefsyn.privacy.accountants import (
     subsampled_gaussian_epsilon,
 )
 from dpprefsyn.privacy.analysis import gaussian_mu
+
+log = logging.getLogger(__name__)
 
 
 def _check_fit_inputs(z, groups, noisy_counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -266,7 +269,13 @@ class DPSGDReward(_LinearReward):
         rates = np.minimum(1.0, self.batch_size / sizes)
         steps = np.ceil(self.epochs / rates).astype(np.int64)
         plans = sorted({(float(q), int(t)) for q, t in zip(rates, steps, strict=True)})
+        log.info(
+            "DP-SGD: calibrating the noise for %d cluster(s), up to %d steps each",
+            len(plans),
+            max(t for _, t in plans),
+        )
         sigma = calibrate_subsampled_gaussian(self.epsilon, self.delta, plans)
+        log.info("DP-SGD: noise multiplier %.4g; training", sigma)
         # One parallel group per fit: its clusters are disjoint, but two fits are not.
         group = f"reward-clusters-{uuid.uuid4().hex[:8]}"
         releases = [

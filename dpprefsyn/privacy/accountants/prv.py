@@ -48,6 +48,7 @@ def prv_subsampled_gaussian_epsilon(
     return _accountant_epsilon([prv], [int(steps)], delta)
 
 
+@functools.lru_cache(maxsize=1024)  # the calibration's final check prices each release once
 def subsampled_gaussian_epsilon(
     noise_multiplier: float, sample_rate: float, steps: int, delta: float
 ) -> float:
