@@ -117,40 +117,22 @@ METHODS = {
 def build_model(
     directory: Path, texts: list[str], *, seed: int, n_layer: int, n_embd: int, n_head: int
 ) -> Path:
-    """Write a randomly initialised GPT-2 and a word-level tokenizer trained on ``texts``.
+    """A randomly initialised GPT-2 with a word-level tokenizer trained on ``texts``.
 
     Word-level keeps the demo's sentences short (about 20-90 tokens a response) and every
     token meaningful; words outside ``texts`` map to ``<unk>``.
     """
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    from dpprefsyn.train.modeling import build_word_level_gpt2
 
-    specials = ["<pad>", "<unk>", "<eos>"]
-    backend = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=specials))
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token="<pad>",
-        unk_token="<unk>",
-        eos_token="<eos>",
-        bos_token="<eos>",
-    )
-    torch.manual_seed(seed)
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=HPARAMS["max_length"],
-        n_embd=n_embd,
+    return build_word_level_gpt2(
+        directory,
+        texts,
         n_layer=n_layer,
+        n_embd=n_embd,
         n_head=n_head,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
+        n_positions=HPARAMS["max_length"],
+        seed=seed,
     )
-    GPT2LMHeadModel(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
 
 
 # --- held-out pairs with true labels --------------------------------------------------------

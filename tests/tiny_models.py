@@ -27,43 +27,17 @@ CHAT_TEMPLATE = (
 def build_tiny_causal_lm(
     directory: str | Path, *, chat_template: bool = True, seed: int = 0, n_positions: int = 256
 ) -> Path:
-    """Write a tiny GPT-2 and its word-level tokenizer to ``directory`` and return it.
+    """Write a one-layer GPT-2 and its word-level tokenizer to ``directory`` and return it.
 
     The result loads with ``AutoTokenizer.from_pretrained`` and
-    ``AutoModelForCausalLM.from_pretrained``. ``pad_token`` is set, so batched generation and
-    training work without further setup.
+    ``AutoModelForCausalLM.from_pretrained``.
     """
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    from dpprefsyn.train.modeling import build_word_level_gpt2
 
-    specials = ["<pad>", "<unk>", "<eos>", "<|user|>", "<|assistant|>"]
-    backend = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=specials))
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token="<pad>",
-        unk_token="<unk>",
-        eos_token="<eos>",
-        bos_token="<eos>",
-    )
-    if chat_template:
-        tokenizer.chat_template = CHAT_TEMPLATE
-
-    torch.manual_seed(seed)
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
+    return build_word_level_gpt2(
+        directory,
+        CORPUS,
         n_positions=n_positions,
-        n_embd=32,
-        n_layer=1,
-        n_head=2,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
+        chat_template=CHAT_TEMPLATE if chat_template else None,
+        seed=seed,
     )
-    model = GPT2LMHeadModel(config)
-    directory = Path(directory)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory

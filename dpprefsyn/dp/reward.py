@@ -232,7 +232,8 @@ class DPSGDReward(_LinearReward):
     Poisson-subsampled Gaussian mechanism per step, sensitivity ``clip``. Cluster ``k`` samples
     at ``q_k = batch_size / n~_k`` for ``ceil(epochs / q_k)`` steps, where ``n~_k`` is the DP
     histogram's count, never the exact size. The noise multiplier is the smallest one for
-    which the most expensive cluster costs at most ``(epsilon, delta)`` (PRV accountant);
+    which the most expensive cluster costs at most ``(epsilon, delta)`` (the smaller of the PRV
+    and pessimistic PLD bounds);
     clusters are disjoint, so that is the whole stage's cost.
     """
 

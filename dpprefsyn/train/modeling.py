@@ -123,3 +123,57 @@ def eos_token_ids(generation_config: Any, tokenizer: Any) -> list[int]:
     if not ids:
         raise ValueError("the model has no EOS token: responses could not end")
     return ids
+
+
+ROLE_TOKENS = ("<|user|>", "<|assistant|>")
+
+
+def build_word_level_gpt2(
+    directory: str | Path,
+    texts: Sequence[str],
+    *,
+    n_layer: int = 1,
+    n_embd: int = 32,
+    n_head: int = 2,
+    n_positions: int = 256,
+    chat_template: str | None = None,
+    seed: int = 0,
+) -> Path:
+    """Save a randomly initialised GPT-2 and a word-level tokenizer trained on ``texts``.
+
+    Built from a config, offline: for CPU demos and tests where no hub model can be
+    downloaded. Words outside ``texts`` map to ``<unk>``; ``pad_token`` is set, so batched
+    training and generation work as they are. A ``chat_template`` (written with
+    :data:`ROLE_TOKENS`) adds those tokens to the vocabulary.
+    """
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<unk>", "<eos>", *(ROLE_TOKENS if chat_template else ())]
+    backend = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=specials))
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="<pad>",
+        unk_token="<unk>",
+        eos_token="<eos>",
+        bos_token="<eos>",
+    )
+    if chat_template:
+        tokenizer.chat_template = chat_template
+    torch.manual_seed(seed)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=n_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    directory = Path(directory)
+    GPT2LMHeadModel(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory

@@ -1,7 +1,8 @@
 """Accountants: epsilon of a mechanism or a composition, and noise calibration.
 
-``prv`` wraps Microsoft's PRV accountant (Gopi, Lee and Wutschitz 2021), which the rest of the
-package uses for DP-SGD; ``analysis`` holds the closed-form Gaussian math.
+``prv`` wraps Microsoft's PRV accountant (Gopi, Lee and Wutschitz 2021) and ``pld`` Google's
+pessimistic PLD accountant; a DP-SGD release reports the smaller of their upper bounds, and
+noise is calibrated with the PLD. ``analysis`` holds the closed-form Gaussian math.
 """
 
 from dpprefsyn.privacy.accountants.prv import (

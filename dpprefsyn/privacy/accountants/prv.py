@@ -1,4 +1,7 @@
-"""PRV accounting for Poisson-subsampled Gaussian (DP-SGD) and mixed compositions."""
+"""PRV accounting for Poisson-subsampled Gaussian (DP-SGD) and mixed compositions.
+
+A DP-SGD release reports the smaller of PRV's and the PLD's (:mod:`.pld`) upper bounds.
+"""
 
 from __future__ import annotations
 
