@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
+from spy_rng import SpyGenerator
 
 from dpprefsyn.dp import DiffprivlibKMeans, DPSphericalKMeans
 from dpprefsyn.errors import BudgetError, PrivacyLeakWarning
@@ -14,18 +15,6 @@ from dpprefsyn.privacy import PrivacyLedger
 from dpprefsyn.privacy.analysis import gaussian_mu
 
 D = 10
-
-
-class SpyGenerator(np.random.Generator):
-    """A PCG64 generator that records the scale of every Gaussian draw."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(np.random.PCG64(seed))
-        self.scales: list[float] = []
-
-    def normal(self, loc=0.0, scale=1.0, size=None):
-        self.scales.append(scale)
-        return super().normal(loc, scale, size)
 
 
 def planted(per: int = 300, k: int = 3, noise: float = 0.1, seed: int = 0):

@@ -8,23 +8,12 @@ import numpy as np
 import pytest
 from scipy.linalg import subspace_angles
 from sklearn.exceptions import NotFittedError
+from spy_rng import SpyGenerator
 
 from dpprefsyn.dp import DPPCA
 from dpprefsyn.errors import BudgetError, PrivacyLeakWarning
 from dpprefsyn.privacy import PrivacyLedger
 from dpprefsyn.privacy.analysis import gaussian_mu
-
-
-class SpyGenerator(np.random.Generator):
-    """A PCG64 generator that records the scale of every Gaussian draw."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(np.random.PCG64(seed))
-        self.scales: list[float] = []
-
-    def normal(self, loc=0.0, scale=1.0, size=None):
-        self.scales.append(scale)
-        return super().normal(loc, scale, size)
 
 
 def planted(n: int = 2000, d: int = 20, rank: int = 3, seed: int = 0):

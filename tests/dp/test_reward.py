@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
+from spy_rng import SpyGenerator
 
 import dpprefsyn.dp.reward as reward_module
 from dpprefsyn.dp import DPMeanReward, DPSGDReward
@@ -18,18 +19,6 @@ from dpprefsyn.privacy.analysis import gaussian_mu
 
 P = 5
 DIRS = np.eye(P)[:2]  # planted preference direction of cluster 0 and of cluster 1
-
-
-class SpyGenerator(np.random.Generator):
-    """A PCG64 generator that records the scale of every Gaussian draw."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(np.random.PCG64(seed))
-        self.scales: list[float] = []
-
-    def normal(self, loc=0.0, scale=1.0, size=None):
-        self.scales.append(scale)
-        return super().normal(loc, scale, size)
 
 
 def planted(per: int, seed: int = 0, signal: float = 0.8):
